@@ -1,0 +1,107 @@
+/**
+ * `createApp(deps)`: the only place routes are assembled. The Worker and the
+ * Node adapter build `deps` differently (database driver, keyring, mode) and
+ * pass them in; handlers reach every service through `c.var`.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { AppEnv, RequestServices } from "../shared/http/context";
+import { ApiError } from "../shared/http/errors";
+import { jsonLogger, type Logger } from "../shared/http/logger";
+import { newId } from "../shared/ids";
+import { validationHook } from "../shared/http/validation";
+import { identityRouter } from "./identity";
+import { settingsRouter } from "./settings";
+
+export interface AppDeps {
+  /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
+  services(c: Context<AppEnv>): RequestServices | Promise<RequestServices>;
+  clock?: () => Date;
+  logger?: Logger;
+  /** Extra routers mounted under /api (the self-hosted-only routes). */
+  extraRouters?: Array<OpenAPIHono<AppEnv>>;
+}
+
+const PROBLEM_TYPE = "application/problem+json";
+
+function problemResponse(c: Context<AppEnv>, error: ApiError): Response {
+  return c.body(JSON.stringify(error.toProblem(c.var.requestId)), error.status as 400, { "content-type": PROBLEM_TYPE });
+}
+
+/** Hono's own errors (e.g. a body the runtime cannot read) keep their status as a problem. */
+function fromHttpException(e: HTTPException): ApiError {
+  if (e.status === 413) return new ApiError("payload_too_large", e.message || "Payload too large");
+  if (e.status === 401) return new ApiError("unauthorized", e.message || "Unauthorized");
+  if (e.status >= 400 && e.status < 500) return new ApiError("validation", e.message || "Bad request");
+  return new ApiError("internal", "Internal error");
+}
+
+export function createApp(deps: AppDeps) {
+  const clock = deps.clock ?? (() => new Date());
+  const logger = deps.logger ?? jsonLogger();
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    c.set("requestId", newId("req"));
+    c.set("clock", clock);
+    c.set("logger", logger);
+    c.header("x-request-id", c.var.requestId);
+    const services = await deps.services(c);
+    c.set("db", services.db);
+    c.set("keyring", services.keyring);
+    c.set("config", services.config);
+    try {
+      await next();
+    } finally {
+      if (services.release) await services.release();
+      // Path only: query strings may carry tokens. No headers, no bodies.
+      logger.info("request", {
+        requestId: c.var.requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - started),
+      });
+    }
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return problemResponse(c, err);
+    if (err instanceof HTTPException) return problemResponse(c, fromHttpException(err));
+    logger.error("unhandled error", {
+      requestId: c.var.requestId,
+      error: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    return problemResponse(c, new ApiError("internal", "Unexpected error; quote the requestId when reporting it"));
+  });
+
+  app.notFound((c) => problemResponse(c, new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`)));
+
+  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).route("/", identityRouter).route("/", settingsRouter);
+  for (const router of deps.extraRouters ?? []) api.route("/", router);
+  app.route("/api", api);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "A personal access token (`wsp_…`). Send `X-Organization-Id` to choose the active organization.",
+  });
+  app.doc31("/api/openapi.json", (c) => ({
+    openapi: "3.1.0",
+    info: {
+      title: "Workspace Service API",
+      version: "0.1.0",
+      description:
+        "Projects, Settings and Notifications of the workspace service. Errors are `application/problem+json` with `field` and `allowed`. Each operation's `x-permission` names the tag it requires (`authenticated`: any valid token; `public`: no token needed).",
+    },
+    servers: [{ url: new URL(c.req.url).origin }],
+  }));
+  app.get("/api/docs", Scalar({ url: "/api/openapi.json", pageTitle: "Workspace Service API" }));
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,110 @@
+/**
+ * Invitations: an `org:admin` invites an e-mail address with a role and receives
+ * a one-time code (128 random bits, stored hashed, valid 7 days). Accepting:
+ * - no bearer token and a new e-mail: creates the user, the membership and a token;
+ * - the e-mail belongs to a user: that user's bearer token is required (401
+ *   without one, 403 with another user's) and only the membership is added.
+ * The code is consumed by a single conditional UPDATE, so it works once.
+ */
+import { z } from "@hono/zod-openapi";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { hashToken } from "../../shared/auth/tokens";
+import { randomBytes, toBase64Url } from "../../shared/crypto/encoding";
+import { invitations, memberships, users } from "../../shared/db/schema";
+import { ApiError, badRequest, notFound } from "../../shared/http/errors";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { Email, Name, OrgIdParam, RoleSchema, UserSchema } from "./schemas";
+import { addMember, createUser, issueToken } from "./store";
+
+const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+const create = defineRoute({
+  method: "post",
+  path: "/orgs/{orgId}/invitations",
+  tags: ["Identity"],
+  summary: "Invite an e-mail address to the organization",
+  description: "Returns the invitation code once. Only an owner may invite another owner.",
+  permission: "org:admin",
+  request: { params: OrgIdParam, body: jsonRequest(z.strictObject({ email: Email, role: RoleSchema })) },
+  responses: {
+    201: jsonResponse(
+      z.object({ id: z.string(), email: z.string(), role: RoleSchema, code: z.string(), expiresAt: z.string() }).openapi("Invitation"),
+      "The invitation and its one-time code",
+    ),
+  },
+});
+
+const accept = defineRoute({
+  method: "post",
+  path: "/invitations/accept",
+  tags: ["Identity"],
+  summary: "Accept an invitation",
+  description:
+    "Without a bearer token, creates the invited user (`name` required) and returns their first token. If the e-mail already belongs to a user, that user's bearer token is required and only the membership is added (`token` is null).",
+  permission: "public",
+  request: { body: jsonRequest(z.strictObject({ code: z.string().min(1).max(200), name: Name.optional() })) },
+  responses: {
+    200: jsonResponse(
+      z.object({ user: UserSchema, organizationId: z.string(), token: z.string().nullable() }).openapi("AcceptedInvitation"),
+      "Joined",
+    ),
+    409: { description: "Already a member of the organization" },
+  },
+});
+
+export const invitationsRouter = createRouter()
+  .openapi(create, async (c) => {
+    const { orgId } = c.req.valid("param");
+    const { email, role } = c.req.valid("json");
+    const caller = callerOf(c);
+    if (role === "owner" && caller.role !== "owner") throw new ApiError("forbidden", "Only an owner can invite an owner");
+    const code = `wsi_${toBase64Url(randomBytes(16))}`;
+    const expiresAt = new Date(c.var.clock().getTime() + INVITATION_TTL_MS);
+    const id = newId("inv");
+    await c.var.db.insert(invitations).values({
+      id,
+      orgId,
+      email,
+      role,
+      codeHash: await hashToken(code),
+      invitedBy: caller.userId,
+      expiresAt,
+    });
+    return c.json({ id, email, role, code, expiresAt: expiresAt.toISOString() }, 201);
+  })
+  .openapi(accept, async (c) => {
+    const { code, name } = c.req.valid("json");
+    const caller = c.var.caller;
+    const now = c.var.clock();
+    const codeHash = await hashToken(code);
+    const result = await c.var.db.transaction(async (tx) => {
+      const [invitation] = await tx
+        .update(invitations)
+        .set({ acceptedAt: now })
+        .where(and(eq(invitations.codeHash, codeHash), isNull(invitations.acceptedAt), gt(invitations.expiresAt, now)))
+        .returning();
+      if (!invitation) throw notFound("Invitation");
+      const [existing] = await tx.select().from(users).where(sql`lower(${users.email}) = lower(${invitation.email})`);
+      if (existing) {
+        if (!caller) throw new ApiError("unauthorized", "This address has an account: accept with that user's bearer token");
+        if (caller.userId !== existing.id) throw new ApiError("forbidden", "This invitation was sent to another address");
+        const [member] = await tx
+          .select({ role: memberships.role })
+          .from(memberships)
+          .where(and(eq(memberships.orgId, invitation.orgId), eq(memberships.userId, existing.id)));
+        if (member) throw new ApiError("conflict", "Already a member of this organization");
+        await addMember(tx, invitation.orgId, existing.id, invitation.role);
+        return { user: existing, organizationId: invitation.orgId, token: null };
+      }
+      if (caller) throw new ApiError("forbidden", "This invitation was sent to another address");
+      if (!name) throw badRequest("name", "name is required to create an account");
+      const user = await createUser(tx, { email: invitation.email, name });
+      await addMember(tx, invitation.orgId, user.id, invitation.role);
+      const { token } = await issueToken(tx, { userId: user.id, name: "first token", scopes: null, expiresAt: null });
+      return { user, organizationId: invitation.orgId, token };
+    });
+    const { id, email, name: userName } = result.user;
+    return c.json({ user: { id, email, name: userName }, organizationId: result.organizationId, token: result.token }, 200);
+  });

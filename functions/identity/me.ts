@@ -1,0 +1,49 @@
+/** GET /api/me: who the token belongs to, their organizations and effective tags. */
+import { z } from "@hono/zod-openapi";
+import { eq } from "drizzle-orm";
+import { memberships, organizations, users } from "../../shared/db/schema";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { OrganizationSchema, TagSchema, UserSchema } from "./schemas";
+
+const route = defineRoute({
+  method: "get",
+  path: "/me",
+  tags: ["Identity"],
+  summary: "The caller: user, organizations with role, active organization, effective tags",
+  permission: "authenticated",
+  responses: {
+    200: jsonResponse(
+      z.object({
+        user: UserSchema,
+        organizations: z.array(OrganizationSchema),
+        activeOrganizationId: z.string().nullable(),
+        tags: z.array(TagSchema),
+        tokenScopes: z.array(TagSchema).nullable(),
+      }),
+      "The caller",
+    ),
+  },
+});
+
+export const meRouter = createRouter().openapi(route, async (c) => {
+  const caller = callerOf(c);
+  const db = c.var.db;
+  const [user] = await db.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.id, caller.userId));
+  const orgs = await db
+    .select({ id: organizations.id, name: organizations.name, role: memberships.role })
+    .from(memberships)
+    .innerJoin(organizations, eq(organizations.id, memberships.orgId))
+    .where(eq(memberships.userId, caller.userId))
+    .orderBy(organizations.id);
+  return c.json(
+    {
+      user: user!,
+      organizations: orgs,
+      activeOrganizationId: caller.orgId,
+      tags: caller.tags,
+      tokenScopes: caller.scopes as z.infer<typeof TagSchema>[] | null,
+    },
+    200,
+  );
+});

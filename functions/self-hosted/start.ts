@@ -1,0 +1,65 @@
+/**
+ * Starts the self-hosted service: opens the database (embedded PGlite in
+ * DATA_DIR, or Postgres when DATABASE_URL is set), applies migrations, loads the
+ * keyring, bootstraps the first owner on an empty database, and serves the app.
+ */
+import { serve } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { createKeyring } from "../../shared/crypto/keyring";
+import { openPglite } from "../../shared/db/pglite";
+import { openPostgres } from "../../shared/db/postgres";
+import type { RequestServices } from "../../shared/http/context";
+import { jsonLogger, silentLogger } from "../../shared/http/logger";
+import { createApp } from "../app";
+import { bootstrapOwner } from "../identity/store";
+import type { NodeConfig } from "./config";
+import { loadOrCreateKeySpec, lockDataDir, writeOwnerToken } from "./data-dir";
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log): Promise<RunningServer> {
+  // Postgres may be shared by several stateless processes; the embedded database may not.
+  const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
+  try {
+    const database = config.databaseUrl
+      ? await openPostgres(config.databaseUrl)
+      : await openPglite({ dataDir: join(config.dataDir, "pglite") });
+    const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
+
+    const boot = await bootstrapOwner(database.db, { token: config.ownerToken });
+    if (boot) {
+      const path = writeOwnerToken(config.dataDir, boot.token);
+      print(`First start: created the owner user and organization ${boot.orgId}.`);
+      if (!config.ownerToken) print(`Owner token (shown once, also saved to ${path}):\n  ${boot.token}`);
+    }
+
+    const services: RequestServices = { db: database.db, keyring, config: { mode: "self-hosted" } };
+    const app = createApp({ services: () => services, logger: config.logLevel === "silent" ? silentLogger : jsonLogger() });
+    const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+    await new Promise<void>((resolve, reject) => {
+      server.once("listening", resolve);
+      server.once("error", reject);
+    });
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url}`);
+
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      close: () =>
+        (closing ??= (async () => {
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await database.close();
+          unlock();
+        })()),
+    };
+  } catch (e) {
+    unlock();
+    throw e;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The one database schema. drizzle-kit generates `migrations/` from this file;
+ * every driver (PGlite, node-postgres, Neon) applies the same SQL.
+ *
+ * Tenant tables carry `org_id`; per-user tables carry `user_id` too, and every
+ * query filters by them.
+ */
+import { sql } from "drizzle-orm";
+import {
+  boolean,
+  index,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+export const organizations = pgTable("organizations", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: createdAt(),
+});
+
+export const users = pgTable(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    email: text("email").notNull(),
+    name: text("name").notNull(),
+    /** The organization used when a request names none (`X-Organization-Id`). */
+    defaultOrgId: text("default_org_id").references(() => organizations.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("users_email_lower_idx").on(sql`lower(${t.email})`)],
+);
+
+export const memberships = pgTable(
+  "memberships",
+  {
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    role: text("role", { enum: ["owner", "admin", "member", "viewer"] }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.userId] }), index("memberships_user_idx").on(t.userId)],
+);
+
+export const apiTokens = pgTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** SHA-256 of the token; the token itself is shown once and never stored. */
+    tokenHash: text("token_hash").notNull(),
+    /** First characters of the token, so a user can tell tokens apart in a list. */
+    displayPrefix: text("display_prefix").notNull(),
+    /** null = every tag the user's role grants; otherwise the intersection. */
+    scopes: text("scopes").array(),
+    expiresAt: ts("expires_at"),
+    revokedAt: ts("revoked_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("api_tokens_hash_idx").on(t.tokenHash), index("api_tokens_user_idx").on(t.userId)],
+);
+
+export const invitations = pgTable(
+  "invitations",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    role: text("role", { enum: ["owner", "admin", "member", "viewer"] }).notNull(),
+    /** SHA-256 of the invitation code; the code is returned once to the inviter. */
+    codeHash: text("code_hash").notNull(),
+    invitedBy: text("invited_by").references(() => users.id, { onDelete: "set null" }),
+    expiresAt: ts("expires_at").notNull(),
+    acceptedAt: ts("accepted_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("invitations_code_idx").on(t.codeHash), index("invitations_org_idx").on(t.orgId)],
+);
+
+export const workspaceSettings = pgTable(
+  "workspace_settings",
+  {
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    buildMode: text("build_mode", { enum: ["auto", "server", "local"] }).notNull().default("auto"),
+    defaultDeployTarget: text("default_deploy_target", { enum: ["local", "server", "cloud"] }),
+    defaultServerId: text("default_server_id"),
+    /** AES-256-GCM ciphertext bound to (org, user); see shared/crypto/keyring.ts. */
+    cloneTokenCiphertext: text("clone_token_ciphertext"),
+    cloneTokenSetAt: ts("clone_token_set_at"),
+    cloneTokenAsDefault: boolean("clone_token_as_default").notNull().default(false),
+    cloneStrategyPreference: text("clone_strategy_preference", { enum: ["prompt", "local", "remote-with-token"] })
+      .notNull()
+      .default("prompt"),
+    forwardGitToServer: boolean("forward_git_to_server").notNull().default(false),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.userId] })],
+);

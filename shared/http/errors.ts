@@ -1,0 +1,62 @@
+/**
+ * The one error type and its wire form, `application/problem+json` (RFC 9457):
+ * `type`, `title`, `status`, `detail`, plus `field` (dotted path in the request
+ * body), `allowed` (enum values) and `requestId`.
+ */
+export type ProblemCode =
+  | "validation"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "payload_too_large"
+  | "unsupported_media_type"
+  | "internal";
+
+const STATUS: Record<ProblemCode, { status: number; title: string }> = {
+  validation: { status: 400, title: "Bad Request" },
+  unauthorized: { status: 401, title: "Unauthorized" },
+  forbidden: { status: 403, title: "Forbidden" },
+  not_found: { status: 404, title: "Not Found" },
+  conflict: { status: 409, title: "Conflict" },
+  payload_too_large: { status: 413, title: "Payload Too Large" },
+  unsupported_media_type: { status: 415, title: "Unsupported Media Type" },
+  internal: { status: 500, title: "Internal Server Error" },
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  field?: string;
+  allowed?: Array<string | number | boolean | null>;
+  requestId?: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ProblemCode,
+    detail: string,
+    readonly extra: { field?: string; allowed?: Problem["allowed"] } = {},
+  ) {
+    super(detail);
+    this.status = STATUS[code].status;
+  }
+
+  toProblem(requestId?: string): Problem {
+    return {
+      type: `urn:workspace:problem:${this.code.replace(/_/g, "-")}`,
+      title: STATUS[this.code].title,
+      status: this.status,
+      detail: this.message,
+      ...this.extra,
+      ...(requestId ? { requestId } : {}),
+    };
+  }
+}
+
+export const notFound = (what = "Resource") => new ApiError("not_found", `${what} not found`);
+export const badRequest = (field: string | undefined, detail: string, allowed?: Problem["allowed"]) =>
+  new ApiError("validation", detail, { ...(field ? { field } : {}), ...(allowed ? { allowed } : {}) });

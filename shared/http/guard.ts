@@ -1,0 +1,36 @@
+/**
+ * Authentication and authorization, declared per route. Every route states its
+ * access: a permission tag, `authenticated` (any valid token) or `public`
+ * (a token is optional; a bad one is still 401).
+ */
+import type { MiddlewareHandler } from "hono";
+import { authenticate } from "../auth/authenticate";
+import type { Tag } from "../auth/permissions";
+import type { AppEnv } from "./context";
+import { ApiError } from "./errors";
+
+export type Access = Tag | "authenticated" | "public";
+
+const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
+
+export function guard(access: Access): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header("authorization");
+    if (access === "public" && !header) return next();
+    const match = header ? BEARER.exec(header) : null;
+    if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
+    // Routes under /api/orgs/:orgId act on the organization in the path.
+    const orgId = c.req.param("orgId") ?? c.req.header("x-organization-id");
+    const result = await authenticate(c.var.db, match[1]!, orgId, c.var.clock());
+    if (!result.ok) {
+      if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
+      throw new ApiError("unauthorized", "Invalid, expired or revoked token");
+    }
+    c.set("caller", result.caller);
+    if (access !== "public" && access !== "authenticated") {
+      if (!result.caller.orgId) throw new ApiError("forbidden", "No active organization; send X-Organization-Id");
+      if (!result.caller.tags.includes(access)) throw new ApiError("forbidden", `Missing permission '${access}'`);
+    }
+    return next();
+  };
+}

@@ -1,0 +1,27 @@
+/** The OpenAPI shape of every error response, shared by all routes. */
+import { z } from "@hono/zod-openapi";
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    field: z.string().optional().openapi({ description: "Dotted path of the offending request field" }),
+    allowed: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).optional(),
+    requestId: z.string().optional(),
+  })
+  .openapi("Problem");
+
+const problem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: ProblemSchema } },
+});
+
+export const ERROR_RESPONSES = {
+  400: problem("Validation failed; `field` names the offending field"),
+  401: problem("Missing, malformed, expired or revoked token"),
+  403: problem("The token or role lacks the route's permission tag, or the caller is not a member of the organization"),
+  404: problem("Not found, or not visible to the caller"),
+  500: problem("Unexpected error; quote `requestId` when reporting it"),
+} as const;

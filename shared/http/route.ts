@@ -1,0 +1,34 @@
+/**
+ * `defineRoute`: an OpenAPI route that must declare its access. The guard and the
+ * strict-JSON middleware are attached here, the permission is published in the
+ * OpenAPI document as `x-permission`, and the shared error responses are added.
+ */
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { Access } from "./guard";
+import { guard } from "./guard";
+import { jsonBody } from "./json-body";
+import { ERROR_RESPONSES } from "./problem-schema";
+
+type Config = Omit<RouteConfig, "middleware"> & { permission: Access };
+
+export function defineRoute<const C extends Config>(config: C) {
+  const { permission, ...route } = config;
+  const middleware = route.request?.body ? [guard(permission), jsonBody] : [guard(permission)];
+  return createRoute({
+    ...route,
+    middleware,
+    "x-permission": permission,
+    security: permission === "public" ? [] : [{ bearerAuth: [] }],
+    responses: { ...ERROR_RESPONSES, ...route.responses },
+  } as Omit<C, "permission"> & { middleware: typeof middleware; responses: C["responses"] & typeof ERROR_RESPONSES });
+}
+
+/** A JSON request body that is required (so non-JSON bodies are refused, not skipped). */
+export function jsonRequest<S>(schema: S, description?: string) {
+  return { required: true, ...(description ? { description } : {}), content: { "application/json": { schema } } } as const;
+}
+
+/** A JSON success response. */
+export function jsonResponse<S>(schema: S, description: string) {
+  return { description, content: { "application/json": { schema } } } as const;
+}

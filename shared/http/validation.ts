@@ -1,0 +1,42 @@
+/**
+ * Turns zod issues into the one public error contract: a 400 problem naming the
+ * offending field as a dotted path, with the allowed values for enum errors.
+ * Raw zod output never reaches a client.
+ */
+import type { z } from "@hono/zod-openapi";
+import { ApiError, badRequest } from "./errors";
+
+type Issue = z.core.$ZodIssue;
+
+function describe(value: unknown): string {
+  return value === null ? "null" : JSON.stringify(value);
+}
+
+export function issueToError(issue: Issue, target: string): ApiError {
+  const path = issue.path.map(String);
+  if (issue.code === "unrecognized_keys") {
+    const field = [...path, issue.keys[0]!].join(".");
+    return badRequest(field, `Unknown field '${field}'`);
+  }
+  const field = path.join(".") || undefined;
+  const name = field ?? (target === "json" ? "body" : target);
+  switch (issue.code) {
+    case "invalid_value":
+      return badRequest(field, `${name} must be one of ${issue.values.map(describe).join(", ")}`, issue.values as never);
+    case "invalid_type":
+      if (issue.input === undefined) return badRequest(field, `${name} is required`);
+      return badRequest(field, `${name} must be ${issue.expected === "object" && !field ? "a JSON object" : `a ${issue.expected}`}`);
+    case "too_big":
+      return badRequest(field, `${name} must be at most ${issue.maximum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
+    case "too_small":
+      if (issue.origin === "string" && issue.minimum === 1) return badRequest(field, `${name} must not be empty`);
+      return badRequest(field, `${name} must be at least ${issue.minimum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
+    default:
+      return badRequest(field, `${name}: ${issue.message}`);
+  }
+}
+
+/** The `defaultHook` of every router: the first failing issue decides the answer. */
+export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+  if (!result.success && result.error) throw issueToError(result.error.issues[0]!, result.target);
+}

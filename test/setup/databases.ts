@@ -1,0 +1,107 @@
+/**
+ * Global setup shared by the node and worker test projects:
+ * - a fresh Postgres database per run (migrated), on TEST_DATABASE_URL's server
+ *   (default: the local server, trust auth). When no Postgres answers and CI is
+ *   not set, a PGlite served over the wire protocol stands in, with a warning.
+ * - a migrated PGlite data dir dumped once, so each test file opens it in ~0.4 s.
+ * - for the worker project, the WebSocket proxy the Neon driver connects through.
+ */
+import { PGlite } from "@electric-sql/pglite";
+import { writeFileSync, rmSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { openPglite } from "../../shared/db/pglite";
+import { migratePostgres } from "../../shared/db/postgres";
+import { startWsProxy } from "../../shared/db/ws-proxy";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    pgUrl: string;
+    pgKind: "postgres" | "pglite-standin";
+    pgliteDump: string;
+    wsProxyUrl: string;
+  }
+}
+
+const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `ws_test_${process.pid}_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 1 });
+  await migratePostgres(pool);
+  await pool.end();
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+async function pgliteStandIn(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  const db = await openPglite({});
+  const server = new PGLiteSocketServer({ db: db.client as PGlite, port: 0, host: "127.0.0.1", maxConnections: 100 });
+  await server.start();
+  const port = Number(server.getServerConn().split(":").pop());
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    drop: async () => {
+      await server.stop();
+      await db.close();
+    },
+  };
+}
+
+export default async function setup(project: TestProject) {
+  const cleanups: Array<() => Promise<void>> = [];
+
+  const real = await reachable(ADMIN_URL);
+  if (!real && process.env.CI) throw new Error(`CI requires Postgres at ${ADMIN_URL}`);
+  if (!real) {
+    console.warn(`\n!! Postgres not reachable at ${ADMIN_URL}: the Postgres suites run on a PGlite stand-in (no real concurrency).\n`);
+  }
+  const database = real ? await freshPostgres() : await pgliteStandIn();
+  cleanups.push(database.drop);
+  project.provide("pgUrl", database.url);
+  project.provide("pgKind", real ? "postgres" : "pglite-standin");
+
+  const dir = mkdtempSync(join(tmpdir(), "ws-pglite-"));
+  const seed = await openPglite({});
+  const dump = await seed.client.dumpDataDir("none");
+  await seed.close();
+  const dumpPath = join(dir, "seed.tar");
+  writeFileSync(dumpPath, Buffer.from(await dump.arrayBuffer()));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  project.provide("pgliteDump", dumpPath);
+
+  const proxy = await startWsProxy();
+  cleanups.push(proxy.close);
+  project.provide("wsProxyUrl", proxy.url);
+
+  return async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  };
+}
