@@ -36,7 +36,12 @@ export function issueToError(issue: Issue, target: string): ApiError {
   }
 }
 
-/** The `defaultHook` of every router: the first failing issue decides the answer. */
+/**
+ * The `defaultHook` of every router. An unknown field is reported first (it is
+ * usually a misspelling or a removed field); otherwise the first failing issue.
+ */
 export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
-  if (!result.success && result.error) throw issueToError(result.error.issues[0]!, result.target);
+  if (result.success || !result.error) return;
+  const issues = result.error.issues;
+  throw issueToError(issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!, result.target);
 }

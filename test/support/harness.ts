@@ -1,0 +1,118 @@
+/**
+ * The runtime-agnostic test harness. A suite receives a `Harness` and never
+ * knows whether requests reach the Node adapter (PGlite or Postgres) or the
+ * Worker inside workerd. Every test seeds its own tenant.
+ */
+import { beforeAll, afterAll } from "vitest";
+import type { Role } from "../../shared/auth/permissions";
+import type { Keyring } from "../../shared/crypto/keyring";
+import type { Db } from "../../shared/db/types";
+import { newId } from "../../shared/ids";
+import { addMember, createOrganization, createUser, issueToken } from "../../functions/identity/store";
+
+export interface Harness {
+  runtime: "node-pglite" | "node-postgres" | "worker";
+  /** True when the database runs transactions concurrently (real Postgres). */
+  realConcurrency: boolean;
+  request(path: string, init?: RequestOptions): Promise<Response>;
+  db: Db;
+  keyring: Keyring;
+  /** Every log line the app wrote so far. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  method?: string;
+  token?: string;
+  org?: string;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+}
+
+export function buildRequest(path: string, init: RequestOptions = {}): Request {
+  const headers = new Headers(init.headers);
+  if (init.token) headers.set("authorization", `Bearer ${init.token}`);
+  if (init.org) headers.set("x-organization-id", init.org);
+  let body = init.body;
+  if (init.json !== undefined) {
+    headers.set("content-type", "application/json");
+    body = JSON.stringify(init.json);
+  }
+  return new Request(`http://workspace.test${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body });
+}
+
+/** Registers beforeAll/afterAll and returns the harness, filled in once ready. */
+export function useHarness(create: () => Promise<Harness>): Harness {
+  const h = {} as Harness;
+  beforeAll(async () => {
+    Object.assign(h, await create());
+  });
+  afterAll(async () => {
+    await h.close?.();
+  });
+  return h;
+}
+
+export interface Member {
+  userId: string;
+  email: string;
+  token: string;
+  orgId: string;
+}
+
+/** A new organization whose owner holds an all-tags token. */
+export async function seedTenant(h: Harness, opts: { scopes?: string[] } = {}): Promise<Member> {
+  const email = `${newId("u")}@example.test`;
+  const user = await createUser(h.db, { email, name: "Test Owner" });
+  const org = await createOrganization(h.db, `org ${email}`, user.id);
+  const { token } = await issueToken(h.db, { userId: user.id, name: "test", scopes: opts.scopes ?? null, expiresAt: null });
+  return { userId: user.id, email, token, orgId: org.id };
+}
+
+/** Another user in an existing organization, with the given role. */
+export async function seedMember(h: Harness, orgId: string, role: Role, opts: { scopes?: string[] } = {}): Promise<Member> {
+  const email = `${newId("u")}@example.test`;
+  const user = await createUser(h.db, { email, name: `Test ${role}` });
+  await addMember(h.db, orgId, user.id, role);
+  const { token } = await issueToken(h.db, { userId: user.id, name: "test", scopes: opts.scopes ?? null, expiresAt: null });
+  return { userId: user.id, email, token, orgId };
+}
+
+/** Another token for an existing user. */
+export async function seedToken(h: Harness, userId: string, opts: { scopes?: string[] | null; expiresAt?: Date | null } = {}) {
+  const { token, row } = await issueToken(h.db, { userId, name: "extra", scopes: opts.scopes ?? null, expiresAt: opts.expiresAt ?? null });
+  return { token, id: row.id };
+}
+
+/** Reads a JSON body and asserts the status first, with the body in the message. */
+export async function expectStatus<T = any>(res: Response, status: number): Promise<T> {
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Asserts a problem+json answer and returns the problem. */
+export async function expectProblem(res: Response, status: number, field?: string) {
+  const problem = await expectStatus<{ status: number; detail: string; field?: string; allowed?: unknown[]; requestId: string }>(res, status);
+  if (!res.headers.get("content-type")?.startsWith("application/problem+json")) throw new Error(`not problem+json: ${res.headers.get("content-type")}`);
+  if (problem.status !== status) throw new Error(`problem.status ${problem.status} != ${status}`);
+  if (field !== undefined && problem.field !== field) throw new Error(`expected field '${field}', got '${problem.field}': ${problem.detail}`);
+  return problem;
+}
+
+/** Every row of every table as text, for proving a secret is not stored in the clear. */
+export async function dumpAllTables(h: Harness): Promise<string> {
+  const tables = await h.db.execute<{ table_name: string }>(
+    "select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'" as never,
+  );
+  const rows = (tables as unknown as { rows?: { table_name: string }[] }).rows ?? (tables as unknown as { table_name: string }[]);
+  let out = "";
+  for (const { table_name } of rows) {
+    const res = await h.db.execute(`select row_to_json(t)::text as j from "${table_name}" t` as never);
+    const list = (res as unknown as { rows?: { j: string }[] }).rows ?? (res as unknown as { j: string }[]);
+    for (const r of list) out += r.j + "\n";
+  }
+  return out;
+}

@@ -1,0 +1,40 @@
+/** Harnesses for the Node adapter's app: on embedded PGlite, and on Postgres through `pg`. */
+import { readFileSync } from "node:fs";
+import { inject } from "vitest";
+import { createKeyring } from "../../shared/crypto/keyring";
+import { openPglite } from "../../shared/db/pglite";
+import { openPostgres } from "../../shared/db/postgres";
+import type { Db } from "../../shared/db/types";
+import { jsonLogger } from "../../shared/http/logger";
+import { createApp } from "../../functions/app";
+import { buildRequest, type Harness } from "./harness";
+import { TEST_SECRET_KEYS } from "./test-keys";
+
+async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Promise<void>, realConcurrency: boolean): Promise<Harness> {
+  const keyring = await createKeyring(TEST_SECRET_KEYS);
+  const logs: string[] = [];
+  const app = createApp({
+    services: () => ({ db, keyring, config: { mode: "self-hosted" } }),
+    logger: jsonLogger((line) => logs.push(line)),
+  });
+  return {
+    runtime,
+    realConcurrency,
+    db,
+    keyring,
+    logs,
+    request: async (path, init) => app.fetch(buildRequest(path, init)),
+    close,
+  };
+}
+
+export async function pgliteHarness(): Promise<Harness> {
+  const dump = new Blob([readFileSync(inject("pgliteDump"))]);
+  const database = await openPglite({ loadDataDir: dump, migrate: false });
+  return nodeHarness("node-pglite", database.db, database.close, false);
+}
+
+export async function postgresHarness(): Promise<Harness> {
+  const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
+  return nodeHarness("node-postgres", database.db, database.close, inject("pgKind") === "postgres");
+}

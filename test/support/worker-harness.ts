@@ -1,0 +1,47 @@
+/**
+ * Harness for the Worker: requests go through the real Worker entry inside
+ * workerd, whose Neon driver reaches the run's Postgres through the local
+ * WebSocket proxy. Seeding uses the same driver.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { inject, vi } from "vitest";
+import { createKeyring } from "../../shared/crypto/keyring";
+import { openNeon, useLocalWsProxy } from "../../shared/db/neon";
+import worker from "../../functions/worker";
+import { buildRequest, type Harness } from "./harness";
+import { TEST_SECRET_KEYS } from "./test-keys";
+
+export async function workerHarness(): Promise<Harness> {
+  const bindings = { ...env, DATABASE_URL: inject("pgUrl"), NEON_WS_PROXY: inject("wsProxyUrl"), SECRET_KEYS: TEST_SECRET_KEYS };
+  useLocalWsProxy(bindings.NEON_WS_PROXY);
+  const seeding = openNeon(bindings.DATABASE_URL);
+  const logs: string[] = [];
+  // The Worker logs through console; keep every line for the secret-canary checks.
+  const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => {
+    logs.push(args.map(String).join(" "));
+  });
+  const errSpy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+    logs.push(args.map(String).join(" "));
+  });
+  return {
+    runtime: "worker",
+    realConcurrency: inject("pgKind") === "postgres",
+    db: seeding.db,
+    keyring: await createKeyring(TEST_SECRET_KEYS),
+    logs,
+    request: async (path, init) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(buildRequest(path, init), bindings as never, ctx);
+      // Read the body before the per-request Pool is released by waitUntil.
+      const body = await res.arrayBuffer();
+      await waitOnExecutionContext(ctx);
+      return new Response(res.status === 204 || res.status === 304 ? null : body, res);
+    },
+    close: async () => {
+      spy.mockRestore();
+      errSpy.mockRestore();
+      await seeding.close();
+    },
+  };
+}
