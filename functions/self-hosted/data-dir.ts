@@ -4,7 +4,7 @@
  * notice a second one opening the same files).
  */
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { generateKeySpec } from "../../shared/crypto/keyring";
 
 export class DataDirLockedError extends Error {}
@@ -18,20 +18,29 @@ function processAlive(pid: number): boolean {
   }
 }
 
+// Locks this process holds: a lock file naming our own pid is stale unless listed
+// here (in a container the pid is often 1 on every start).
+const held = new Set<string>();
+
 /** Takes `DATA_DIR/.lock` (holding our pid); a lock left by a dead process is replaced. */
 export function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, ".lock");
+  const path = resolve(dir, ".lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, "wx", 0o600);
       writeSync(fd, String(process.pid));
       closeSync(fd);
-      return () => rmSync(path, { force: true });
+      held.add(path);
+      return () => {
+        held.delete(path);
+        rmSync(path, { force: true });
+      };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const holder = Number(readFileSync(path, "utf8").trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) {
+      const alive = holder === process.pid ? held.has(path) : Number.isInteger(holder) && holder > 0 && processAlive(holder);
+      if (alive) {
         throw new DataDirLockedError(
           `Data directory ${dir} is in use by another workspace-service process (pid ${holder}). Stop it first, or set DATA_DIR to another directory.`,
         );

@@ -1,0 +1,149 @@
+/**
+ * The benchmark's server process, started by bench/settings.ts over an IPC
+ * channel (`node --import tsx bench/server.ts`), so the load generator never
+ * shares this event loop. It serves two apps on two ephemeral ports of 127.0.0.1,
+ * each with its own pg Pool of the same size:
+ *   - real: createApp(...) exactly as the self-hosted adapter builds it;
+ *   - bare: a plain Hono app whose GET /bare runs the same settings select.
+ *
+ * Environment (set by the parent): BENCH_DB_URL, BENCH_ORG_ID, BENCH_USER_ID,
+ * BENCH_POOL_MAX.
+ *
+ * IPC: sends {type:"ready", realPort, barePort}; answers {type:"reset"} and
+ * {type:"stats"} with per-app query counts, time spent waiting on pool.query,
+ * and the process's CPU time and event-loop utilization since the last reset.
+ * Exits on SIGTERM/SIGINT or when the parent goes away (which also lets
+ * `--cpu-prof` write its profile).
+ */
+import { serve, type ServerType } from "@hono/node-server";
+import { and, eq } from "drizzle-orm";
+import { Hono } from "hono";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import type pg from "pg";
+import { createApp } from "../functions/app";
+import { createKeyring, generateKeySpec } from "../shared/crypto/keyring";
+import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
+import { workspaceSettings } from "../shared/db/schema";
+import type { RequestServices } from "../shared/http/context";
+import { silentLogger } from "../shared/http/logger";
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`bench/server.ts: ${name} is not set`);
+  return value;
+}
+
+interface QueryStats {
+  queries: number;
+  /** Milliseconds from pool.query() to its settlement, summed (overlapping queries add up). */
+  queryMs: number;
+}
+
+/** Counts the queries drizzle sends through the pool (drizzle's node-postgres driver calls pool.query). */
+function instrument(pool: pg.Pool): QueryStats {
+  const stats: QueryStats = { queries: 0, queryMs: 0 };
+  const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    stats.queries++;
+    const started = performance.now();
+    const result = original(...args);
+    if (result && typeof (result as Promise<unknown>).then === "function") {
+      (result as Promise<unknown>).then(
+        () => (stats.queryMs += performance.now() - started),
+        () => (stats.queryMs += performance.now() - started),
+      );
+    }
+    return result;
+  };
+  return stats;
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<ServerType> {
+  const server = serve({ fetch, port: 0, hostname: "127.0.0.1" });
+  return new Promise((resolve, reject) => {
+    server.once("listening", () => resolve(server));
+    server.once("error", reject);
+  });
+}
+
+const port = (s: ServerType) => (s.address() as AddressInfo).port;
+
+async function main() {
+  if (!process.send) throw new Error("bench/server.ts must be started by bench/settings.ts (it needs an IPC channel)");
+  const url = env("BENCH_DB_URL");
+  const owner = { orgId: env("BENCH_ORG_ID"), userId: env("BENCH_USER_ID") };
+  const max = Number(process.env.BENCH_POOL_MAX ?? 10);
+
+  const databases: PostgresDatabase[] = [];
+  const servers: ServerType[] = [];
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    const hardStop = setTimeout(() => process.exit(code), 5000);
+    hardStop.unref();
+    await Promise.allSettled(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    await Promise.allSettled(databases.map((d) => d.close()));
+    process.exit(code);
+  };
+  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => void stop(0));
+  process.on("disconnect", () => void stop(0));
+
+  // (a) the real app, as functions/self-hosted/start.ts builds it.
+  const realDb = await openPostgres(url, { migrate: false, max });
+  databases.push(realDb);
+  const realStats = instrument(realDb.pool);
+  const keyring = await createKeyring(generateKeySpec("b1"));
+  const services: RequestServices = { db: realDb.db, keyring, config: { mode: "self-hosted" } };
+  const app = createApp({ services: () => services, logger: silentLogger });
+
+  // (b) a bare Hono app: one comparable select on a pool of the same size.
+  const bareDb = await openPostgres(url, { migrate: false, max });
+  databases.push(bareDb);
+  const bareStats = instrument(bareDb.pool);
+  const bare = new Hono();
+  bare.get("/bare", async (c) => {
+    const [row] = await bareDb.db
+      .select()
+      .from(workspaceSettings)
+      .where(and(eq(workspaceSettings.orgId, owner.orgId), eq(workspaceSettings.userId, owner.userId)));
+    return c.json(row ?? null);
+  });
+
+  servers.push(await listen(app.fetch), await listen(bare.fetch));
+
+  let since = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), at: performance.now() };
+  const reset = () => {
+    for (const s of [realStats, bareStats]) {
+      s.queries = 0;
+      s.queryMs = 0;
+    }
+    since = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), at: performance.now() };
+  };
+
+  process.on("message", (msg: { type?: string }) => {
+    if (msg?.type === "reset") {
+      reset();
+      process.send!({ type: "reset-done" });
+    } else if (msg?.type === "stats") {
+      const cpu = process.cpuUsage(since.cpu);
+      process.send!({
+        type: "stats",
+        real: { ...realStats },
+        bare: { ...bareStats },
+        wallMs: performance.now() - since.at,
+        cpuMs: (cpu.user + cpu.system) / 1000,
+        eventLoopUtilization: performance.eventLoopUtilization(since.elu).utilization,
+      });
+    }
+  });
+
+  process.send({ type: "ready", realPort: port(servers[0]!), barePort: port(servers[1]!) });
+}
+
+main().catch((e) => {
+  console.error("bench/server.ts:", e instanceof Error ? (e.stack ?? e.message) : e);
+  process.exit(1);
+});

@@ -1,0 +1,316 @@
+/**
+ * `npm run bench`: throughput of the authenticated `GET /api/settings` of the real
+ * app against a bare Hono route doing one comparable select, on the same Postgres.
+ *
+ * 1. Creates a fresh database `bench_<time>_<pid>` on BENCH_DATABASE_URL's server
+ *    (default postgres://postgres@127.0.0.1:5432/test, used as the admin
+ *    connection), migrates it, and seeds one user, organization, token and
+ *    settings row.
+ * 2. Starts bench/server.ts in a child process (real app and bare app on two
+ *    ports, each with a pg Pool of BENCH_POOL_MAX connections).
+ * 3. Checks that both answer 200, then loads each with autocannon: a warm-up of
+ *    BENCH_WARMUP_SECONDS (default 2), then BENCH_SECONDS (default 10) measured,
+ *    BENCH_CONNECTIONS (default 10) connections.
+ * 4. Prints requests/s and p99 for both, `ratio X.XX` (real/bare throughput) and
+ *    whether the target (>= 0.70) is met; stops the child and drops the database,
+ *    also on failure or Ctrl-C.
+ *
+ * Exit code 0 whatever the ratio (it is a measurement); non-zero on errors,
+ * including any failed or non-2xx request during the load.
+ *
+ * BENCH_CPU_PROF=<dir> starts the child with `--cpu-prof --cpu-prof-dir=<dir>`: the
+ * profile (both apps, written when the child exits) opens in Chrome DevTools.
+ */
+import autocannon, { type Result } from "autocannon";
+import { spawn, type ChildProcess } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { createOrganization, createUser, issueToken } from "../functions/identity/store";
+import { writeSettings } from "../functions/settings/store";
+import { openPostgres } from "../shared/db/postgres";
+
+const TARGET = 0.7;
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "..");
+
+function intEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+  return n;
+}
+
+const ADMIN_URL = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const SECONDS = intEnv("BENCH_SECONDS", 10, 1, 600);
+const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
+const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 10, 1, 1000);
+const POOL_MAX = intEnv("BENCH_POOL_MAX", 10, 1, 100);
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
+const READY_TIMEOUT_MS = 30_000;
+// Everything (setup, both loads, teardown) must end well within this.
+const WATCHDOG_MS = 120_000 + 2 * 2 * (SECONDS + WARMUP_SECONDS) * 1000;
+
+const log = (line: string) => console.log(line);
+
+// ---------------------------------------------------------------- database
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+interface Seed {
+  orgId: string;
+  userId: string;
+  token: string;
+}
+
+async function seed(url: string): Promise<Seed> {
+  const database = await openPostgres(url, { max: 2 }); // migrates
+  try {
+    const seeded = await database.db.transaction(async (tx) => {
+      const user = await createUser(tx, { email: "bench@localhost", name: "Bench" });
+      const org = await createOrganization(tx, "Bench organization", user.id);
+      const { token } = await issueToken(tx, { userId: user.id, name: "bench", scopes: null, expiresAt: null });
+      return { orgId: org.id, userId: user.id, token };
+    });
+    // A stored row, so both routes read (and serialize) a real row rather than defaults.
+    await writeSettings(database.db, { orgId: seeded.orgId, userId: seeded.userId }, { buildMode: "server" }, new Date());
+    return seeded;
+  } finally {
+    await database.close();
+  }
+}
+
+// ---------------------------------------------------------------- child process
+
+interface ChildStats {
+  real: { queries: number; queryMs: number };
+  bare: { queries: number; queryMs: number };
+  wallMs: number;
+  cpuMs: number;
+  eventLoopUtilization: number;
+}
+
+function waitForMessage<T>(child: ChildProcess, type: string, timeoutMs: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: { type?: string }) => {
+      if (msg?.type !== type) return;
+      done();
+      resolve(msg as T);
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      done();
+      reject(new Error(`bench server exited (code ${code}, signal ${signal}) before '${type}'`));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`bench server sent no '${type}' within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+    };
+    child.on("message", onMessage);
+    child.on("exit", onExit);
+  });
+}
+
+async function ask<T>(child: ChildProcess, type: string, reply: string): Promise<T> {
+  const answer = waitForMessage<T>(child, reply, 5_000);
+  child.send({ type });
+  return answer;
+}
+
+function startServer(url: string, s: Seed): ChildProcess {
+  const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
+  return spawn(process.execPath, [...profArgs, "--import", "tsx", join(HERE, "server.ts")], {
+    cwd: ROOT,
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    env: {
+      ...process.env,
+      BENCH_DB_URL: url,
+      BENCH_ORG_ID: s.orgId,
+      BENCH_USER_ID: s.userId,
+      BENCH_POOL_MAX: String(POOL_MAX),
+    },
+  });
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------- load
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+async function firstResponse(t: Target, check: (body: unknown) => boolean): Promise<void> {
+  const res = await fetch(t.url, { headers: t.headers, signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${t.name}: GET ${t.url} answered ${res.status}: ${text.slice(0, 500)}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`${t.name}: GET ${t.url} answered non-JSON: ${text.slice(0, 200)}`);
+  }
+  if (!check(body)) throw new Error(`${t.name}: unexpected body ${text.slice(0, 500)}`);
+}
+
+let running: ReturnType<typeof autocannon> | undefined;
+
+async function load(t: Target, seconds: number): Promise<Result> {
+  running = autocannon({ url: t.url, headers: t.headers, connections: CONNECTIONS, duration: seconds, timeout: 10, title: t.name });
+  try {
+    return await running;
+  } finally {
+    running = undefined;
+  }
+}
+
+interface Measured {
+  target: Target;
+  result: Result;
+  queries: number;
+  queryMs: number;
+  cpuMs: number;
+  elu: number;
+}
+
+async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Promise<Measured> {
+  if (WARMUP_SECONDS > 0) {
+    const warm = await load(t, WARMUP_SECONDS);
+    if (warm.errors || warm.non2xx || warm.timeouts) {
+      throw new Error(`${t.name}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
+    }
+  }
+  await ask(child, "reset", "reset-done");
+  const result = await load(t, SECONDS);
+  const stats = await ask<ChildStats>(child, "stats", "stats");
+  if (result.errors || result.non2xx || result.timeouts || result["2xx"] === 0) {
+    throw new Error(
+      `${t.name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx of ${result.requests.total} requests`,
+    );
+  }
+  return {
+    target: t,
+    result,
+    queries: stats[key].queries,
+    queryMs: stats[key].queryMs,
+    cpuMs: stats.cpuMs,
+    elu: stats.eventLoopUtilization,
+  };
+}
+
+function line(m: Measured): string {
+  const r = m.result;
+  const n = r.requests.total || 1;
+  const rps = r.requests.average.toFixed(0).padStart(7);
+  const p99 = r.latency.p99.toFixed(2).padStart(6);
+  const detail = [
+    `mean ${r.latency.mean.toFixed(2)} ms`,
+    `${(m.queries / n).toFixed(2)} queries/req`,
+    `pool.query ${m.queries ? (m.queryMs / m.queries).toFixed(2) : "-"} ms/query`,
+    `server CPU ${((m.cpuMs * 1000) / n).toFixed(0)} µs/req`,
+    `event loop ${(m.elu * 100).toFixed(0)}% busy`,
+  ].join(", ");
+  return `${m.target.name.padEnd(24)} ${rps} req/s   p99 ${p99} ms   (${detail})`;
+}
+
+// ---------------------------------------------------------------- main
+
+const dbName = `bench_${Date.now().toString(36)}_${process.pid}`;
+let created = false;
+let child: ChildProcess | undefined;
+let cleaning: Promise<void> | undefined;
+
+function cleanup(): Promise<void> {
+  return (cleaning ??= (async () => {
+    running?.stop();
+    if (child) await stopServer(child).catch((e) => console.error("bench: stopping the server failed:", e));
+    if (created) {
+      await admin((c) => c.query(`drop database if exists ${quoteIdent(dbName)} with (force)`)).catch((e) =>
+        console.error(`bench: dropping database ${dbName} failed:`, e),
+      );
+    }
+  })());
+}
+
+async function main(): Promise<void> {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${dbName}`;
+  const dbUrl = url.toString();
+
+  await admin((c) => c.query(`create database ${quoteIdent(dbName)}`));
+  created = true;
+  const s = await seed(dbUrl);
+
+  child = startServer(dbUrl, s);
+  const ready = await waitForMessage<{ realPort: number; barePort: number }>(child, "ready", READY_TIMEOUT_MS);
+
+  const real: Target = {
+    name: "real GET /api/settings",
+    url: `http://127.0.0.1:${ready.realPort}/api/settings`,
+    headers: { authorization: `Bearer ${s.token}` },
+  };
+  const bare: Target = { name: "bare GET /bare", url: `http://127.0.0.1:${ready.barePort}/bare`, headers: {} };
+  await firstResponse(real, (b) => (b as { buildMode?: string }).buildMode === "server");
+  await firstResponse(bare, (b) => (b as { orgId?: string; buildMode?: string })?.orgId === s.orgId && (b as { buildMode?: string }).buildMode === "server");
+
+  log(
+    `bench: database ${dbName}, node ${process.version}, ${CONNECTIONS} connections, ` +
+      `${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per app, pg pool max ${POOL_MAX} per app`,
+  );
+  const realResult = await measure(child, real, "real");
+  log(line(realResult));
+  const bareResult = await measure(child, bare, "bare");
+  log(line(bareResult));
+
+  const ratio = realResult.result.requests.average / bareResult.result.requests.average;
+  log(`ratio ${ratio.toFixed(2)}`);
+  log(`target >= ${TARGET.toFixed(2)}: ${Number(ratio.toFixed(2)) >= TARGET ? "met" : "missed"}`);
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`bench: still running after ${WATCHDOG_MS / 1000} s; giving up`);
+  void cleanup().finally(() => process.exit(1));
+}, WATCHDOG_MS);
+watchdog.unref();
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`bench: ${signal}, cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+let code = 0;
+try {
+  await main();
+} catch (e) {
+  console.error("bench failed:", e instanceof Error ? (e.stack ?? e.message) : e);
+  code = 1;
+} finally {
+  await cleanup();
+}
+process.exit(code);

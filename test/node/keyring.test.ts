@@ -1,0 +1,3 @@
+import { keyringSuite } from "../suites/keyring.suite";
+
+keyringSuite();
