@@ -7,7 +7,10 @@ export const CLONE_STRATEGIES = ["prompt", "local", "remote-with-token"] as cons
 
 export const BuildMode = z.enum(BUILD_MODES);
 /** A literal list (not `.nullable()`) so an error's `allowed` names null too. */
-export const DeployTarget = z.literal([...DEPLOY_TARGETS, null]);
+export const DeployTarget = z
+  .literal([...DEPLOY_TARGETS, null])
+  // The generator renders only the first literal of a list; state the enum in full.
+  .openapi({ type: ["string", "null"], enum: [...DEPLOY_TARGETS, null] });
 export const CloneStrategy = z.enum(CLONE_STRATEGIES);
 export const ServerId = z.string().trim().min(1).max(200);
 

@@ -3,8 +3,8 @@
  * workerd, whose Neon driver reaches the run's Postgres through the local
  * WebSocket proxy. Seeding uses the same driver.
  */
-import { env } from "cloudflare:workers";
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+// `env` from cloudflare:test is typed by the plugin (cloudflare:workers would need the global workers types).
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { inject, vi } from "vitest";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../../shared/db/neon";

@@ -1,0 +1,30 @@
+/**
+ * `npm run db:setup`: the cloud's deploy step against DATABASE_URL (Neon accepts
+ * ordinary Postgres connections). Applies migrations/, and on an empty database
+ * creates the first owner, organization and token, printed once. The Node
+ * adapter does both by itself at start.
+ */
+import { openPostgres } from "../shared/db/postgres";
+import { bootstrapOwner } from "./identity/store";
+
+const url = process.env.DATABASE_URL;
+if (!url) {
+  console.error("DATABASE_URL is required");
+  process.exit(1);
+}
+const ownerToken = process.env.WORKSPACE_OWNER_TOKEN;
+if (ownerToken !== undefined && ownerToken.length < 32) {
+  console.error("WORKSPACE_OWNER_TOKEN must be at least 32 characters");
+  process.exit(1);
+}
+const database = await openPostgres(url, { max: 1 });
+try {
+  console.log("migrations applied");
+  const boot = await bootstrapOwner(database.db, { token: ownerToken });
+  if (boot) {
+    console.log(`created the owner user and organization ${boot.orgId}`);
+    if (!ownerToken) console.log(`owner token (shown once):\n  ${boot.token}`);
+  }
+} finally {
+  await database.close();
+}
