@@ -13,6 +13,8 @@ import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
 import { validationHook } from "../shared/http/validation";
 import { identityRouter } from "./identity";
+import { notificationsRouter } from "./notifications";
+import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
 
 export interface AppDeps {
@@ -81,7 +83,11 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => problemResponse(c, new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`)));
 
-  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).route("/", identityRouter).route("/", settingsRouter);
+  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+    .route("/", identityRouter)
+    .route("/", settingsRouter)
+    .route("/", projectsRouter)
+    .route("/", notificationsRouter);
   for (const router of deps.extraRouters ?? []) api.route("/", router);
   app.route("/api", api);
 

@@ -16,6 +16,7 @@ const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
   SECRET_KEYS: z.string().min(1),
   NEON_WS_PROXY: z.string().optional(),
+  SHARED_DOMAIN: z.string().min(1),
 });
 
 // Parsed once per isolate and per distinct binding value.
@@ -34,7 +35,7 @@ async function services(c: Context<AppEnv>): Promise<RequestServices> {
   return {
     db,
     keyring: await keyringFor(env.SECRET_KEYS),
-    config: { mode: "cloud" },
+    config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
     release: async () => c.executionCtx.waitUntil(close()),
   };
 }

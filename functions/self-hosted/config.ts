@@ -12,6 +12,7 @@ const EnvSchema = z.object({
     .min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters")
     .optional(),
   LOG_LEVEL: z.enum(["info", "silent"]).default("info"),
+  SHARED_DOMAIN: z.string().min(1).default("localhost"),
 });
 
 export type NodeConfig = {
@@ -22,6 +23,7 @@ export type NodeConfig = {
   secretKeys?: string;
   ownerToken?: string;
   logLevel: "info" | "silent";
+  sharedDomain: string;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -39,5 +41,6 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     secretKeys: e.SECRET_KEYS,
     ownerToken: e.WORKSPACE_OWNER_TOKEN,
     logLevel: e.LOG_LEVEL,
+    sharedDomain: e.SHARED_DOMAIN,
   };
 }

@@ -37,7 +37,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       if (!config.ownerToken) print(`Owner token (shown once, also saved to ${path}):\n  ${boot.token}`);
     }
 
-    const services: RequestServices = { db: database.db, keyring, config: { mode: "self-hosted" } };
+    const services: RequestServices = { db: database.db, keyring, config: { mode: "self-hosted", sharedDomain: config.sharedDomain } };
     const app = createApp({ services: () => services, logger: config.logLevel === "silent" ? silentLogger : jsonLogger() });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     await new Promise<void>((resolve, reject) => {

@@ -10,6 +10,8 @@ export type Mode = "cloud" | "self-hosted";
 /** Deployment-wide configuration, parsed from the environment by each entry point. */
 export interface ServiceConfig {
   mode: Mode;
+  /** Free routes are `<project slug>.<sharedDomain>` (SHARED_DOMAIN). */
+  sharedDomain: string;
 }
 
 /** Services one request uses. The Node adapter shares them; the Worker builds them per request. */

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { expect, it } from "vitest";
 
-it("drizzle-kit generates nothing new from shared/db/schema.ts", () => {
+it("drizzle-kit generates nothing new from shared/db/schema/", () => {
   const dir = mkdtempSync(join(tmpdir(), "ws-drift-"));
   try {
     cpSync("migrations", dir, { recursive: true });
@@ -13,7 +13,7 @@ it("drizzle-kit generates nothing new from shared/db/schema.ts", () => {
     // drizzle-kit prefixes "./" to --out, so pass it relative to the working directory.
     const out = execFileSync(
       process.execPath,
-      ["node_modules/drizzle-kit/bin.cjs", "generate", "--dialect", "postgresql", "--schema", "shared/db/schema.ts", "--out", relative(process.cwd(), dir)],
+      ["node_modules/drizzle-kit/bin.cjs", "generate", "--dialect", "postgresql", "--schema", "shared/db/schema/index.ts", "--out", relative(process.cwd(), dir)],
       { encoding: "utf8" },
     );
     expect(readdirSync(dir).sort(), `schema changed without a migration; run npm run db:generate\n${out}`).toEqual(before);

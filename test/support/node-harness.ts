@@ -14,7 +14,7 @@ async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Pro
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
   const app = createApp({
-    services: () => ({ db, keyring, config: { mode: "self-hosted" } }),
+    services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" } }),
     logger: jsonLogger((line) => logs.push(line)),
   });
   return {

@@ -1,23 +1,7 @@
-/**
- * The one database schema. drizzle-kit generates `migrations/` from this file;
- * every driver (PGlite, node-postgres, Neon) applies the same SQL.
- *
- * Tenant tables carry `org_id`; per-user tables carry `user_id` too, and every
- * query filters by them.
- */
+/** Organizations, users, memberships, personal access tokens, invitations. */
 import { sql } from "drizzle-orm";
-import {
-  boolean,
-  index,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
-
-const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+import { index, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { createdAt, ts } from "./columns";
 
 export const organizations = pgTable("organizations", {
   id: text("id").primaryKey(),
@@ -83,25 +67,4 @@ export const invitations = pgTable(
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("invitations_code_idx").on(t.codeHash), index("invitations_org_idx").on(t.orgId)],
-);
-
-export const workspaceSettings = pgTable(
-  "workspace_settings",
-  {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    buildMode: text("build_mode", { enum: ["auto", "server", "local"] }).notNull().default("auto"),
-    defaultDeployTarget: text("default_deploy_target", { enum: ["local", "server", "cloud"] }),
-    defaultServerId: text("default_server_id"),
-    /** AES-256-GCM ciphertext bound to (org, user); see shared/crypto/keyring.ts. */
-    cloneTokenCiphertext: text("clone_token_ciphertext"),
-    cloneTokenSetAt: ts("clone_token_set_at"),
-    cloneTokenAsDefault: boolean("clone_token_as_default").notNull().default(false),
-    cloneStrategyPreference: text("clone_strategy_preference", { enum: ["prompt", "local", "remote-with-token"] })
-      .notNull()
-      .default("prompt"),
-    forwardGitToServer: boolean("forward_git_to_server").notNull().default(false),
-    updatedAt: ts("updated_at").notNull().defaultNow(),
-  },
-  (t) => [primaryKey({ columns: [t.orgId, t.userId] })],
 );

@@ -1,0 +1,4 @@
+/** The Projects resource group. */
+import { createRouter } from "../../shared/http/router";
+
+export const projectsRouter = createRouter();

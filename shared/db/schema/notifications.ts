@@ -1,0 +1,2 @@
+/** Notifications: channels, subscriptions, org defaults, deliveries and the outbox. */
+export {};

@@ -1,0 +1,2 @@
+/** Projects: configuration, environments, env vars, resources, domains, deployments. */
+export {};
