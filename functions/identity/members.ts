@@ -2,13 +2,13 @@
  * Members of an organization. Listing needs membership; changing roles and
  * removing members needs `org:admin`. Only an owner may grant the owner role or
  * change or remove an owner, and the last owner can be neither demoted nor
- * removed (409). Owner rows are locked (`FOR UPDATE`) so two concurrent
- * demotions cannot both pass the last-owner check.
+ * removed (409). Changes to one organization's members are serialized, so two
+ * concurrent demotions cannot both pass the last-owner check.
  */
 import { z } from "@hono/zod-openapi";
-import { and, asc, eq, gt, ne } from "drizzle-orm";
-import type { Role } from "../../shared/auth/permissions";
-import { memberships, users } from "../../shared/db/schema";
+import { and, asc, count, eq, gt, inArray, ne } from "drizzle-orm";
+import { ROLE_TAGS, type Role } from "../../shared/auth/permissions";
+import { memberships, organizations, users } from "../../shared/db/schema";
 import type { Tx } from "../../shared/db/types";
 import { ApiError, notFound } from "../../shared/http/errors";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
@@ -61,23 +61,29 @@ const view = (m: { userId: string; email: string; name: string; role: Role; join
   joinedAt: m.joinedAt.toISOString(),
 });
 
-/** Locks the target's row and, when owners are involved, every owner row. */
-async function checkChange(tx: Tx, orgId: string, userId: string, callerRole: Role, newRole: Role | null) {
-  const [target] = await tx
-    .select({ role: memberships.role })
+/**
+ * Serializes membership changes of one organization (its row is locked first, so
+ * two owners demoting each other cannot deadlock), then checks the rules against
+ * the caller's current role, not the one read when the token was checked.
+ */
+async function checkChange(tx: Tx, orgId: string, callerId: string, userId: string, newRole: Role | null) {
+  await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, orgId)).for("update");
+  const rows = await tx
+    .select({ userId: memberships.userId, role: memberships.role })
     .from(memberships)
-    .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)))
-    .for("update");
+    .where(and(eq(memberships.orgId, orgId), inArray(memberships.userId, [callerId, userId])));
+  const callerRole = rows.find((r) => r.userId === callerId)?.role;
+  if (!callerRole || !ROLE_TAGS[callerRole].includes("org:admin")) throw new ApiError("forbidden", "Missing permission 'org:admin'");
+  const target = rows.find((r) => r.userId === userId);
   if (!target) throw notFound("Member");
   const touchesOwner = target.role === "owner" || newRole === "owner";
   if (touchesOwner && callerRole !== "owner") throw new ApiError("forbidden", "Only an owner can grant, change or remove the owner role");
   if (target.role === "owner" && newRole !== "owner") {
-    const owners = await tx
-      .select({ userId: memberships.userId })
+    const [owners] = await tx
+      .select({ n: count() })
       .from(memberships)
-      .where(and(eq(memberships.orgId, orgId), eq(memberships.role, "owner")))
-      .for("update");
-    if (owners.length <= 1) throw new ApiError("conflict", "The last owner cannot be demoted or removed");
+      .where(and(eq(memberships.orgId, orgId), eq(memberships.role, "owner")));
+    if (owners!.n <= 1) throw new ApiError("conflict", "The last owner cannot be demoted or removed");
   }
 }
 
@@ -100,7 +106,7 @@ export const membersRouter = createRouter()
     const { role } = c.req.valid("json");
     const caller = callerOf(c);
     const member = await c.var.db.transaction(async (tx) => {
-      await checkChange(tx, orgId, userId, caller.role!, role);
+      await checkChange(tx, orgId, caller.userId, userId, role);
       await tx.update(memberships).set({ role }).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
       const [row] = await tx
         .select(memberColumns)
@@ -115,7 +121,7 @@ export const membersRouter = createRouter()
     const { orgId, userId } = c.req.valid("param");
     const caller = callerOf(c);
     await c.var.db.transaction(async (tx) => {
-      await checkChange(tx, orgId, userId, caller.role!, null);
+      await checkChange(tx, orgId, caller.userId, userId, null);
       await tx.delete(memberships).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
       // The removed user's default moves to another organization they belong to, if any.
       const [other] = await tx

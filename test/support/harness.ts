@@ -43,9 +43,16 @@ export function buildRequest(path: string, init: RequestOptions = {}): Request {
   return new Request(`http://workspace.test${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body });
 }
 
-/** Registers beforeAll/afterAll and returns the harness, filled in once ready. */
-export function useHarness(create: () => Promise<Harness>): Harness {
-  const h = {} as Harness;
+/** A harness factory; `realConcurrency` is known before the harness starts. */
+export type HarnessFactory = (() => Promise<Harness>) & { realConcurrency: () => boolean };
+
+/**
+ * Registers beforeAll/afterAll and returns the harness, filled in once ready.
+ * `h.realConcurrency` is set at once, so `it.runIf(h.realConcurrency)` works
+ * while tests are being collected.
+ */
+export function useHarness(create: HarnessFactory): Harness {
+  const h = { realConcurrency: create.realConcurrency() } as Harness;
   beforeAll(async () => {
     Object.assign(h, await create());
   });

@@ -7,7 +7,7 @@ import { openPostgres } from "../../shared/db/postgres";
 import type { Db } from "../../shared/db/types";
 import { jsonLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
-import { buildRequest, type Harness } from "./harness";
+import { buildRequest, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
 async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Promise<void>, realConcurrency: boolean): Promise<Harness> {
@@ -28,13 +28,13 @@ async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Pro
   };
 }
 
-export async function pgliteHarness(): Promise<Harness> {
+export const pgliteHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
   return nodeHarness("node-pglite", database.db, database.close, false);
-}
+}, { realConcurrency: () => false });
 
-export async function postgresHarness(): Promise<Harness> {
+export const postgresHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
   return nodeHarness("node-postgres", database.db, database.close, inject("pgKind") === "postgres");
-}
+}, { realConcurrency: () => inject("pgKind") === "postgres" });

@@ -9,10 +9,10 @@ import { inject, vi } from "vitest";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../../shared/db/neon";
 import worker from "../../functions/worker";
-import { buildRequest, type Harness } from "./harness";
+import { buildRequest, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
-export async function workerHarness(): Promise<Harness> {
+export const workerHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
   const bindings = { ...env, DATABASE_URL: inject("pgUrl"), NEON_WS_PROXY: inject("wsProxyUrl"), SECRET_KEYS: TEST_SECRET_KEYS };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
   const seeding = openNeon(bindings.DATABASE_URL);
@@ -44,4 +44,4 @@ export async function workerHarness(): Promise<Harness> {
       await seeding.close();
     },
   };
-}
+}, { realConcurrency: () => inject("pgKind") === "postgres" });
