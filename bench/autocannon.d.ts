@@ -1,6 +1,6 @@
 /** The part of autocannon@9's programmatic API the benchmark uses (the package ships no types). */
 declare module "autocannon" {
-  interface Options {
+  export interface Options {
     url: string;
     method?: string;
     headers?: Record<string, string>;
@@ -13,7 +13,7 @@ declare module "autocannon" {
     title?: string;
   }
 
-  interface Histogram {
+  export interface Histogram {
     average: number;
     mean: number;
     stddev: number;
@@ -25,7 +25,7 @@ declare module "autocannon" {
     p99: number;
   }
 
-  interface Result {
+  export interface Result {
     title?: string;
     url: string;
     connections: number;
@@ -43,7 +43,7 @@ declare module "autocannon" {
     throughput: Histogram;
   }
 
-  interface Instance extends PromiseLike<Result> {
+  export interface Instance extends PromiseLike<Result> {
     stop(): void;
   }
 

@@ -96,7 +96,10 @@ async function main() {
   databases.push(realDb);
   const realStats = instrument(realDb.pool);
   const keyring = await createKeyring(generateKeySpec("b1"));
-  const services: RequestServices = { db: realDb.db, keyring, config: { mode: "self-hosted" } };
+  // As functions/self-hosted/start.ts builds it (sharedDomain: SHARED_DOMAIN's default; a
+  // variable, not a literal, so this compiles whether or not ServiceConfig has that field yet).
+  const config = { mode: "self-hosted" as const, sharedDomain: process.env.SHARED_DOMAIN || "localhost" };
+  const services: RequestServices = { db: realDb.db, keyring, config };
   const app = createApp({ services: () => services, logger: silentLogger });
 
   // (b) a bare Hono app: one comparable select on a pool of the same size.

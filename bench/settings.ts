@@ -10,7 +10,9 @@
  *    ports, each with a pg Pool of BENCH_POOL_MAX connections).
  * 3. Checks that both answer 200, then loads each with autocannon: a warm-up of
  *    BENCH_WARMUP_SECONDS (default 2), then BENCH_SECONDS (default 10) measured,
- *    BENCH_CONNECTIONS (default 10) connections.
+ *    BENCH_CONNECTIONS (default 10) connections. BENCH_ROUNDS (default 1) repeats
+ *    the measured runs, alternating which app goes first, to even out background
+ *    load; the summary then gives the mean req/s and the median p99 of the rounds.
  * 4. Prints requests/s and p99 for both, `ratio X.XX` (real/bare throughput) and
  *    whether the target (>= 0.70) is met; stops the child and drops the database,
  *    also on failure or Ctrl-C.
@@ -47,10 +49,11 @@ const SECONDS = intEnv("BENCH_SECONDS", 10, 1, 600);
 const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 10, 1, 1000);
 const POOL_MAX = intEnv("BENCH_POOL_MAX", 10, 1, 100);
+const ROUNDS = intEnv("BENCH_ROUNDS", 1, 1, 10);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
 const READY_TIMEOUT_MS = 30_000;
 // Everything (setup, both loads, teardown) must end well within this.
-const WATCHDOG_MS = 120_000 + 2 * 2 * (SECONDS + WARMUP_SECONDS) * 1000;
+const WATCHDOG_MS = 120_000 + 2 * 2 * (ROUNDS * SECONDS + WARMUP_SECONDS) * 1000;
 
 const log = (line: string) => console.log(line);
 
@@ -197,13 +200,15 @@ interface Measured {
   elu: number;
 }
 
-async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Promise<Measured> {
-  if (WARMUP_SECONDS > 0) {
-    const warm = await load(t, WARMUP_SECONDS);
-    if (warm.errors || warm.non2xx || warm.timeouts) {
-      throw new Error(`${t.name}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
-    }
+async function warmUp(t: Target): Promise<void> {
+  if (WARMUP_SECONDS === 0) return;
+  const warm = await load(t, WARMUP_SECONDS);
+  if (warm.errors || warm.non2xx || warm.timeouts) {
+    throw new Error(`${t.name}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
   }
+}
+
+async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Promise<Measured> {
   await ask(child, "reset", "reset-done");
   const result = await load(t, SECONDS);
   const stats = await ask<ChildStats>(child, "stats", "stats");
@@ -222,19 +227,51 @@ async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Pr
   };
 }
 
-function line(m: Measured): string {
-  const r = m.result;
-  const n = r.requests.total || 1;
-  const rps = r.requests.average.toFixed(0).padStart(7);
-  const p99 = r.latency.p99.toFixed(2).padStart(6);
+interface Summary {
+  name: string;
+  rps: number;
+  p99: number;
+  meanMs: number;
+  requests: number;
+  queries: number;
+  queryMs: number;
+  cpuMs: number;
+  elu: number;
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** One run as is; several rounds as mean req/s, median p99, and per-request figures over all rounds. */
+function summarize(runs: Measured[]): Summary {
+  const sum = (f: (m: Measured) => number) => runs.reduce((a, m) => a + f(m), 0);
+  const requests = sum((m) => m.result.requests.total);
+  return {
+    name: runs[0]!.target.name,
+    rps: mean(runs.map((m) => m.result.requests.average)),
+    p99: median(runs.map((m) => m.result.latency.p99)),
+    meanMs: sum((m) => m.result.latency.mean * m.result.requests.total) / (requests || 1),
+    requests,
+    queries: sum((m) => m.queries),
+    queryMs: sum((m) => m.queryMs),
+    cpuMs: sum((m) => m.cpuMs),
+    elu: mean(runs.map((m) => m.elu)),
+  };
+}
+
+function line(s: Summary, prefix = ""): string {
+  const n = s.requests || 1;
   const detail = [
-    `mean ${r.latency.mean.toFixed(2)} ms`,
-    `${(m.queries / n).toFixed(2)} queries/req`,
-    `pool.query ${m.queries ? (m.queryMs / m.queries).toFixed(2) : "-"} ms/query`,
-    `server CPU ${((m.cpuMs * 1000) / n).toFixed(0)} µs/req`,
-    `event loop ${(m.elu * 100).toFixed(0)}% busy`,
+    `mean ${s.meanMs.toFixed(2)} ms`,
+    `${(s.queries / n).toFixed(2)} queries/req`,
+    `pool.query ${s.queries ? (s.queryMs / s.queries).toFixed(2) : "-"} ms/query`,
+    `server CPU ${((s.cpuMs * 1000) / n).toFixed(0)} µs/req`,
+    `event loop ${(s.elu * 100).toFixed(0)}% busy`,
   ].join(", ");
-  return `${m.target.name.padEnd(24)} ${rps} req/s   p99 ${p99} ms   (${detail})`;
+  return `${prefix}${s.name.padEnd(24)} ${s.rps.toFixed(0).padStart(7)} req/s   p99 ${s.p99.toFixed(2).padStart(6)} ms   (${detail})`;
 }
 
 // ---------------------------------------------------------------- main
@@ -279,14 +316,26 @@ async function main(): Promise<void> {
 
   log(
     `bench: database ${dbName}, node ${process.version}, ${CONNECTIONS} connections, ` +
-      `${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per app, pg pool max ${POOL_MAX} per app`,
+      `${WARMUP_SECONDS} s warm-up + ${ROUNDS > 1 ? `${ROUNDS} x ` : ""}${SECONDS} s measured per app, pg pool max ${POOL_MAX} per app`,
   );
-  const realResult = await measure(child, real, "real");
-  log(line(realResult));
-  const bareResult = await measure(child, bare, "bare");
-  log(line(bareResult));
+  await warmUp(real);
+  await warmUp(bare);
+  const runs = { real: [] as Measured[], bare: [] as Measured[] };
+  for (let round = 1; round <= ROUNDS; round++) {
+    const order = round % 2 ? (["real", "bare"] as const) : (["bare", "real"] as const);
+    for (const key of order) {
+      const m = await measure(child, key === "real" ? real : bare, key);
+      runs[key].push(m);
+      if (ROUNDS > 1) log(line(summarize([m]), `round ${round}/${ROUNDS}  `));
+    }
+  }
+  const realSummary = summarize(runs.real);
+  const bareSummary = summarize(runs.bare);
+  if (ROUNDS > 1) log(`over ${ROUNDS} rounds: mean req/s, median p99`);
+  log(line(realSummary));
+  log(line(bareSummary));
 
-  const ratio = realResult.result.requests.average / bareResult.result.requests.average;
+  const ratio = realSummary.rps / bareSummary.rps;
   log(`ratio ${ratio.toFixed(2)}`);
   log(`target >= ${TARGET.toFixed(2)}: ${Number(ratio.toFixed(2)) >= TARGET ? "met" : "missed"}`);
 }
