@@ -3,9 +3,10 @@
  * without writing; every write is one `INSERT … ON CONFLICT DO UPDATE` touching
  * only its own columns, so concurrent writers of different fields lose nothing.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Keyring } from "../../shared/crypto/keyring";
 import { workspaceSettings } from "../../shared/db/schema";
+import { preparedStatement } from "../../shared/db/prepared";
 import type { Db } from "../../shared/db/types";
 import type { Settings } from "./schema";
 
@@ -35,11 +36,16 @@ function view(row: Row | undefined): Settings {
   };
 }
 
-export async function readSettings(db: Db, owner: Owner): Promise<Settings> {
-  const [row] = await db
+const selectSettings = preparedStatement((db) =>
+  db
     .select()
     .from(workspaceSettings)
-    .where(and(eq(workspaceSettings.orgId, owner.orgId), eq(workspaceSettings.userId, owner.userId)));
+    .where(and(eq(workspaceSettings.orgId, sql.placeholder("orgId")), eq(workspaceSettings.userId, sql.placeholder("userId"))))
+    .prepare("settings_read"),
+);
+
+export async function readSettings(db: Db, owner: Owner): Promise<Settings> {
+  const [row] = await selectSettings(db).execute(owner);
   return view(row);
 }
 
