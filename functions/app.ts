@@ -11,6 +11,7 @@ import type { AppEnv, RequestServices } from "../shared/http/context";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
+import { createFetchOutbound } from "../shared/outbound/fetch";
 import { validationHook } from "../shared/http/validation";
 import { identityRouter } from "./identity";
 import { notificationsRouter } from "./notifications";
@@ -44,6 +45,7 @@ export function createApp(deps: AppDeps) {
   const clock = deps.clock ?? (() => new Date());
   const logger = deps.logger ?? jsonLogger();
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const defaultOutbound = createFetchOutbound();
 
   app.use("*", async (c, next) => {
     const started = performance.now();
@@ -55,6 +57,9 @@ export function createApp(deps: AppDeps) {
     c.set("db", services.db);
     c.set("keyring", services.keyring);
     c.set("config", services.config);
+    c.set("outbound", services.outbound ?? defaultOutbound);
+    c.set("mailer", services.mailer);
+    c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
     try {
       await next();
     } finally {

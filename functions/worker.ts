@@ -4,20 +4,53 @@
  *
  * Bindings: DATABASE_URL and SECRET_KEYS (secrets); NEON_WS_PROXY only for local
  * development and tests, where a WebSocket-to-TCP proxy stands in for Neon's.
+ * Notifications: EMAIL_API_KEY (secret), EMAIL_API_URL and EMAIL_FROM for e-mail
+ * through an HTTP e-mail API; OUTBOUND_ALLOW_PRIVATE only for local development.
+ *
+ * Delivery: after an event queues sends, the request drains the outbox in
+ * `waitUntil` (its own Pool); the cron trigger (`scheduled`, every minute in
+ * wrangler.toml) drains whatever is due, retries included.
  */
 import type { Context } from "hono";
 import { z } from "zod";
 import { createKeyring, type Keyring } from "../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../shared/db/neon";
 import type { AppEnv, RequestServices } from "../shared/http/context";
+import { jsonLogger } from "../shared/http/logger";
+import { createEmailApiMailer } from "../shared/outbound/email-api";
+import { createFetchOutbound } from "../shared/outbound/fetch";
+import type { Mailer, Outbound } from "../shared/outbound/types";
 import { createApp } from "./app";
+import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./notifications/delivery/engine";
+import type { Transports } from "./notifications/delivery/send";
 
 const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
   SECRET_KEYS: z.string().min(1),
   NEON_WS_PROXY: z.string().optional(),
   SHARED_DOMAIN: z.string().min(1),
+  EMAIL_API_KEY: z.string().min(1).optional(),
+  EMAIL_API_URL: z.string().url().optional(),
+  EMAIL_FROM: z.string().min(3).optional(),
+  OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false"]).optional(),
 });
+type Env = z.infer<typeof Bindings>;
+
+/** What tests (and only tests) replace: the transports and the retry timing. */
+export interface WorkerOverrides {
+  outbound?: Outbound;
+  mailer?: Mailer;
+  policy?: Partial<DeliveryPolicy>;
+}
+
+interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+// Sends due within this long are waited for inside one drain (a quick retry does not wait for the cron).
+const LINGER_MS = 10_000;
+const REQUEST_DRAIN_BUDGET_MS = 25_000;
+const CRON_DRAIN_BUDGET_MS = 50_000;
 
 // Parsed once per isolate and per distinct binding value.
 let keyringCache: { spec: string; keyring: Promise<Keyring> } | undefined;
@@ -26,22 +59,69 @@ function keyringFor(spec: string): Promise<Keyring> {
   return keyringCache.keyring;
 }
 
-async function services(c: Context<AppEnv>): Promise<RequestServices> {
-  const parsed = Bindings.safeParse(c.env);
-  if (!parsed.success) throw new Error(`Worker misconfigured: ${parsed.error.issues[0]!.path.join(".")} is missing`);
-  const env = parsed.data;
-  if (env.NEON_WS_PROXY) useLocalWsProxy(env.NEON_WS_PROXY);
-  const { db, close } = openNeon(env.DATABASE_URL);
+function parseBindings(raw: unknown): Env {
+  const parsed = Bindings.safeParse(raw);
+  if (!parsed.success) throw new Error(`Worker misconfigured: ${parsed.error.issues[0]!.path.join(".")} is missing or invalid`);
+  if (parsed.data.NEON_WS_PROXY) useLocalWsProxy(parsed.data.NEON_WS_PROXY);
+  return parsed.data;
+}
+
+function transportsFor(env: Env, overrides: WorkerOverrides): Transports {
   return {
-    db,
-    keyring: await keyringFor(env.SECRET_KEYS),
-    config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
-    release: async () => c.executionCtx.waitUntil(close()),
+    outbound: overrides.outbound ?? createFetchOutbound({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === "true" }),
+    mailer:
+      overrides.mailer ??
+      (env.EMAIL_API_KEY
+        ? createEmailApiMailer({ apiKey: env.EMAIL_API_KEY, url: env.EMAIL_API_URL, from: env.EMAIL_FROM ?? "Workspace <notifications@localhost>" })
+        : undefined),
   };
 }
 
-const app = createApp({ services });
+/** Drains the outbox on a Pool of its own (the request's is ended when the response is sent). */
+async function drainOutbox(env: Env, overrides: WorkerOverrides, budgetMs: number): Promise<DrainResult> {
+  const { db, close } = openNeon(env.DATABASE_URL);
+  try {
+    const engine = createDeliveryEngine({
+      db,
+      keyring: await keyringFor(env.SECRET_KEYS),
+      transports: transportsFor(env, overrides),
+      logger: jsonLogger(),
+      policy: overrides.policy,
+    });
+    return await engine.drain({ budgetMs, lingerMs: LINGER_MS });
+  } finally {
+    await close();
+  }
+}
 
-export default {
-  fetch: app.fetch,
-};
+function logDrainError(e: unknown) {
+  jsonLogger().error("notification drain failed", { error: e instanceof Error ? e.message : String(e) });
+}
+
+export function createWorker(overrides: WorkerOverrides = {}) {
+  async function services(c: Context<AppEnv>): Promise<RequestServices> {
+    const env = parseBindings(c.env);
+    const { db, close } = openNeon(env.DATABASE_URL);
+    const transports = transportsFor(env, overrides);
+    return {
+      db,
+      keyring: await keyringFor(env.SECRET_KEYS),
+      config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
+      outbound: transports.outbound,
+      mailer: transports.mailer,
+      wakeDeliveries: () => c.executionCtx.waitUntil(drainOutbox(env, overrides, REQUEST_DRAIN_BUDGET_MS).catch(logDrainError)),
+      release: async () => c.executionCtx.waitUntil(close()),
+    };
+  }
+
+  const app = createApp({ services });
+  return {
+    fetch: app.fetch,
+    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish). */
+    async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
+      await drainOutbox(parseBindings(rawEnv), overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError);
+    },
+  };
+}
+
+export default createWorker();

@@ -6,6 +6,7 @@
  * concurrent demotions cannot both pass the last-owner check.
  */
 import { z } from "@hono/zod-openapi";
+import { pathId } from "../../shared/http/params";
 import { and, asc, count, eq, gt, inArray, ne } from "drizzle-orm";
 import { ROLE_TAGS, type Role } from "../../shared/auth/permissions";
 import { memberships, organizations, users } from "../../shared/db/schema";
@@ -16,7 +17,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { callerOf, createRouter } from "../../shared/http/router";
 import { MemberSchema, OrgIdParam, RoleSchema } from "./schemas";
 
-const MemberParams = OrgIdParam.extend({ userId: z.string().max(64).openapi({ param: { name: "userId", in: "path" } }) });
+const MemberParams = OrgIdParam.extend({ userId: pathId("userId") });
 
 const list = defineRoute({
   method: "get",

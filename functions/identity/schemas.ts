@@ -1,5 +1,6 @@
 /** Wire shapes of the identity routes. */
 import { z } from "@hono/zod-openapi";
+import { pathId } from "../../shared/http/params";
 import { ROLES, TAGS } from "../../shared/auth/permissions";
 
 export const RoleSchema = z.enum(ROLES).openapi({ description: "owner and admin: every tag; member: all but the *:admin tags; viewer: read tags plus settings and notifications" });
@@ -32,4 +33,4 @@ export const CreatedTokenSchema = TokenSchema.extend({
   token: z.string().openapi({ description: "The secret; shown only in this response" }),
 }).openapi("CreatedToken");
 
-export const OrgIdParam = z.object({ orgId: z.string().max(64).openapi({ param: { name: "orgId", in: "path" } }) });
+export const OrgIdParam = z.object({ orgId: pathId("orgId") });

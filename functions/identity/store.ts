@@ -5,6 +5,7 @@ import { displayPrefix, generateToken, hashToken } from "../../shared/auth/token
 import { apiTokens, memberships, organizations, users } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
+import { seedMemberNotifications } from "../notifications/fanout";
 
 export async function createUser(tx: Executor, input: { email: string; name: string }) {
   const [user] = await tx
@@ -18,6 +19,8 @@ export async function createUser(tx: Executor, input: { email: string; name: str
 export async function addMember(tx: Executor, orgId: string, userId: string, role: Role) {
   await tx.insert(memberships).values({ orgId, userId, role });
   await tx.update(users).set({ defaultOrgId: orgId }).where(and(eq(users.id, userId), isNull(users.defaultOrgId)));
+  // An in_app channel and a subscription grid from the organization's defaults.
+  await seedMemberNotifications(tx, orgId, userId);
 }
 
 export async function createOrganization(tx: Executor, name: string, ownerId: string) {

@@ -1,9 +1,11 @@
 /**
  * Personal access tokens of the caller. A new token's scopes must lie within
  * the caller's effective tags; omitted scopes inherit the calling token's, so a
- * scoped token can never mint a broader one. Revoking is immediate.
+ * scoped token can never mint a broader one. Revoking is immediate. Only
+ * personal tokens are listed here; deployment-session tokens expire by themselves.
  */
 import { z } from "@hono/zod-openapi";
+import { pathId } from "../../shared/http/params";
 import { and, asc, eq, gt, isNull } from "drizzle-orm";
 import { apiTokens } from "../../shared/db/schema";
 import { badRequest, notFound } from "../../shared/http/errors";
@@ -57,7 +59,7 @@ const revoke = defineRoute({
   tags: ["Identity"],
   summary: "Revoke one of the caller's tokens",
   permission: "authenticated",
-  request: { params: z.object({ id: z.string().max(64) }) },
+  request: { params: z.object({ id: pathId("id") }) },
   responses: { 204: { description: "Revoked" } },
 });
 
@@ -81,7 +83,14 @@ export const tokensRouter = createRouter()
     const rows = await c.var.db
       .select()
       .from(apiTokens)
-      .where(and(eq(apiTokens.userId, caller.userId), isNull(apiTokens.revokedAt), cursor ? gt(apiTokens.id, cursor) : undefined))
+      .where(
+        and(
+          eq(apiTokens.userId, caller.userId),
+          eq(apiTokens.kind, "personal"),
+          isNull(apiTokens.revokedAt),
+          cursor ? gt(apiTokens.id, cursor) : undefined,
+        ),
+      )
       .orderBy(asc(apiTokens.id))
       .limit(limit + 1);
     const page = toPage(rows, limit, (t) => t.id);
@@ -93,7 +102,7 @@ export const tokensRouter = createRouter()
     const revoked = await c.var.db
       .update(apiTokens)
       .set({ revokedAt: c.var.clock() })
-      .where(and(eq(apiTokens.id, id), eq(apiTokens.userId, caller.userId), isNull(apiTokens.revokedAt)))
+      .where(and(eq(apiTokens.id, id), eq(apiTokens.userId, caller.userId), eq(apiTokens.kind, "personal"), isNull(apiTokens.revokedAt)))
       .returning({ id: apiTokens.id });
     if (revoked.length === 0) throw notFound("Token");
     return c.body(null, 204);

@@ -1,4 +1,30 @@
-/** The Projects resource group. */
+/**
+ * The Projects resource group. Every per-project route looks the project up in
+ * the caller's organization first, so a foreign, deleted or unknown id answers the
+ * same 404. `/projects/home` is mounted before `/projects/{id}`.
+ */
 import { createRouter } from "../../shared/http/router";
+import { cloneTokenRouter } from "./clone-token";
+import { deletionRouter } from "./deletion";
+import { deploymentsRouter } from "./deployments";
+import { domainsRouter } from "./domains";
+import { envRouter } from "./env";
+import { environmentsRouter } from "./environments";
+import { infoRouter } from "./info";
+import { lifecycleRouter } from "./lifecycle";
+import { optionsRouter } from "./options";
+import { projectsCrudRouter } from "./projects";
+import { resourcesRouter } from "./resources";
 
-export const projectsRouter = createRouter();
+export const projectsRouter = createRouter()
+  .route("/", projectsCrudRouter)
+  .route("/", deletionRouter)
+  .route("/", infoRouter)
+  .route("/", environmentsRouter)
+  .route("/", optionsRouter)
+  .route("/", lifecycleRouter)
+  .route("/", envRouter)
+  .route("/", cloneTokenRouter)
+  .route("/", resourcesRouter)
+  .route("/", domainsRouter)
+  .route("/", deploymentsRouter);

@@ -13,6 +13,11 @@ const EnvSchema = z.object({
     .optional(),
   LOG_LEVEL: z.enum(["info", "silent"]).default("info"),
   SHARED_DOMAIN: z.string().min(1).default("localhost"),
+  SMTP_URL: z.string().regex(/^smtps?:\/\/[^/]/, "SMTP_URL must be smtp://… or smtps://…").optional(),
+  EMAIL_API_KEY: z.string().min(1).optional(),
+  EMAIL_API_URL: z.string().url().optional(),
+  EMAIL_FROM: z.string().min(3).default("Workspace <notifications@localhost>"),
+  OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
 });
 
 export type NodeConfig = {
@@ -24,6 +29,13 @@ export type NodeConfig = {
   ownerToken?: string;
   logLevel: "info" | "silent";
   sharedDomain: string;
+  /** E-mail notifications: SMTP when set, else the HTTP e-mail API when emailApiKey is set. */
+  smtpUrl?: string;
+  emailApiKey?: string;
+  emailApiUrl?: string;
+  emailFrom: string;
+  /** Let notification sends reach loopback and private networks (metadata addresses stay refused). */
+  outboundAllowPrivate: boolean;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -42,5 +54,10 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     ownerToken: e.WORKSPACE_OWNER_TOKEN,
     logLevel: e.LOG_LEVEL,
     sharedDomain: e.SHARED_DOMAIN,
+    smtpUrl: e.SMTP_URL,
+    emailApiKey: e.EMAIL_API_KEY,
+    emailApiUrl: e.EMAIL_API_URL,
+    emailFrom: e.EMAIL_FROM,
+    outboundAllowPrivate: e.OUTBOUND_ALLOW_PRIVATE === "true" || e.OUTBOUND_ALLOW_PRIVATE === "1",
   };
 }

@@ -11,8 +11,13 @@ import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
 import type { RequestServices } from "../../shared/http/context";
 import { jsonLogger, silentLogger } from "../../shared/http/logger";
+import { createEmailApiMailer } from "../../shared/outbound/email-api";
+import { createNodeOutbound } from "../../shared/outbound/node";
+import { createSmtpMailer } from "../../shared/outbound/smtp";
+import type { Mailer } from "../../shared/outbound/types";
 import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
+import { createDeliveryEngine } from "../notifications/delivery/engine";
 import type { NodeConfig } from "./config";
 import { loadOrCreateKeySpec, lockDataDir, writeOwnerToken } from "./data-dir";
 
@@ -37,8 +42,23 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       if (!config.ownerToken) print(`Owner token (shown once, also saved to ${path}):\n  ${boot.token}`);
     }
 
-    const services: RequestServices = { db: database.db, keyring, config: { mode: "self-hosted", sharedDomain: config.sharedDomain } };
-    const app = createApp({ services: () => services, logger: config.logLevel === "silent" ? silentLogger : jsonLogger() });
+    const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
+    // Notifications: SSRF-guarded outbound HTTP, e-mail, and the in-process delivery engine polling the outbox.
+    const outbound = createNodeOutbound({ allowPrivate: config.outboundAllowPrivate });
+    const smtp = config.smtpUrl ? createSmtpMailer({ url: config.smtpUrl, from: config.emailFrom }) : undefined;
+    const mailer: Mailer | undefined =
+      smtp ?? (config.emailApiKey ? createEmailApiMailer({ apiKey: config.emailApiKey, url: config.emailApiUrl, from: config.emailFrom }) : undefined);
+    const engine = createDeliveryEngine({ db: database.db, keyring, transports: { outbound, mailer }, logger });
+
+    const services: RequestServices = {
+      db: database.db,
+      keyring,
+      config: { mode: "self-hosted", sharedDomain: config.sharedDomain },
+      outbound,
+      mailer,
+      wakeDeliveries: () => engine.wake(),
+    };
+    const app = createApp({ services: () => services, logger });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     await new Promise<void>((resolve, reject) => {
       server.once("listening", resolve);
@@ -47,6 +67,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url}`);
+    engine.start();
 
     let closing: Promise<void> | undefined;
     return {
@@ -54,6 +75,9 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       close: () =>
         (closing ??= (async () => {
           await new Promise<void>((resolve) => server.close(() => resolve()));
+          // Sends in flight finish and are recorded before the database closes.
+          await engine.stop();
+          smtp?.close();
           await database.close();
           unlock();
         })()),

@@ -45,7 +45,7 @@ const selectSettings = preparedStatement((db) =>
 );
 
 export async function readSettings(db: Db, owner: Owner): Promise<Settings> {
-  const [row] = await selectSettings(db).execute(owner);
+  const [row] = await selectSettings(db).execute({ orgId: owner.orgId, userId: owner.userId });
   return view(row);
 }
 

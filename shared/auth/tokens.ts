@@ -5,9 +5,11 @@
 import { randomBytes, sha256Hex, toBase64Url } from "../crypto/encoding";
 
 export const TOKEN_PREFIX = "wsp_";
+/** Deployment-session tokens (short-lived, read-only, one project): recognizable in logs and scanners. */
+export const SESSION_TOKEN_PREFIX = "wsd_";
 
-export function generateToken(): string {
-  return TOKEN_PREFIX + toBase64Url(randomBytes(32));
+export function generateToken(prefix: string = TOKEN_PREFIX): string {
+  return prefix + toBase64Url(randomBytes(32));
 }
 
 export const hashToken = sha256Hex;

@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
+import type { Mailer, Outbound } from "../outbound/types";
 import type { Role, Tag } from "../auth/permissions";
 import type { Logger } from "./logger";
 
@@ -21,6 +22,12 @@ export interface RequestServices {
   config: ServiceConfig;
   /** Runs once the response is produced (the Worker ends its per-request Pool here). */
   release?: () => Promise<void>;
+  /** Outbound HTTP to user-supplied URLs (webhooks, chat hooks); SSRF-guarded on Node. Default: fetch, refusing private literals. */
+  outbound?: Outbound;
+  /** E-mail transport (SMTP on Node, an HTTP e-mail API on the Worker); absent when none is configured. */
+  mailer?: Mailer;
+  /** Called after notification sends are queued: wakes the Node delivery engine, or drains in waitUntil on the Worker. */
+  wakeDeliveries?: () => void;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -34,6 +41,11 @@ export interface Caller {
   role: Role | null;
   /** Effective tags in the active organization: role tags ∩ token scopes. */
   tags: Tag[];
+  /**
+   * Set only for a deployment-session token: the one project it may read. The guard
+   * refuses such a caller (403) on every route but the few listed in guard.ts.
+   */
+  sessionProjectId?: string;
 }
 
 export interface AppEnv {
@@ -46,6 +58,9 @@ export interface AppEnv {
     clock: () => Date;
     logger: Logger;
     caller: Caller | undefined;
+    outbound: Outbound;
+    mailer: Mailer | undefined;
+    wakeDeliveries: () => void;
   };
 }
 

@@ -8,10 +8,17 @@ import { authenticate } from "../auth/authenticate";
 import type { Tag } from "../auth/permissions";
 import type { AppEnv } from "./context";
 import { ApiError } from "./errors";
+import { isUnsafeText } from "./safe-text";
 
 export type Access = Tag | "authenticated" | "public";
 
 const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
+
+/**
+ * The only routes a deployment-session token may call (method and route pattern),
+ * and only with `:id` = its project. Future build-output routes opt in here.
+ */
+const SESSION_ROUTES = new Set(["GET /api/projects/:id/deployments"]);
 
 export function guard(access: Access): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -21,10 +28,15 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
     if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
     // Routes under /api/orgs/:orgId act on the organization in the path.
     const orgId = c.req.param("orgId") ?? c.req.header("x-organization-id");
-    const result = await authenticate(c.var.db, match[1]!, orgId, c.var.clock());
+    // An id Postgres cannot store names no organization: ask for one that cannot exist.
+    const result = await authenticate(c.var.db, match[1]!, orgId && isUnsafeText(orgId) ? "-" : orgId, c.var.clock());
     if (!result.ok) {
       if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");
+    }
+    const sessionProject = result.caller.sessionProjectId;
+    if (sessionProject !== undefined && !(SESSION_ROUTES.has(`${c.req.method} ${c.req.routePath}`) && c.req.param("id") === sessionProject)) {
+      throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
     }
     c.set("caller", result.caller);
     if (access !== "public" && access !== "authenticated") {

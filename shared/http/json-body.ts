@@ -1,11 +1,13 @@
 /**
  * Strict JSON bodies: a route that takes a body refuses an empty body, another
  * media type, malformed JSON or a non-object with a 400, before validation runs
- * (the stock validator would treat them as `{}`).
+ * (the stock validator would treat them as `{}`), and strings Postgres cannot
+ * store faithfully (see safe-text.ts).
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context";
 import { badRequest } from "./errors";
+import { findUnsafeText, UNSAFE_TEXT_DETAIL } from "./safe-text";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
@@ -23,6 +25,8 @@ export const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw badRequest(undefined, "Request body must be a JSON object");
   }
+  const unsafe = findUnsafeText(parsed);
+  if (unsafe) throw badRequest(unsafe, `${unsafe} ${UNSAFE_TEXT_DETAIL}`);
   // Hand the parsed value to the validator instead of parsing twice.
   c.req.bodyCache.json = Promise.resolve(parsed);
   return next();

@@ -7,13 +7,14 @@ import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Access } from "./guard";
 import { guard } from "./guard";
 import { jsonBody } from "./json-body";
+import { safeQuery } from "./safe-text";
 import { ERROR_RESPONSES } from "./problem-schema";
 
 type Config = Omit<RouteConfig, "middleware"> & { permission: Access };
 
 export function defineRoute<const C extends Config>(config: C) {
   const { permission, ...route } = config;
-  const middleware = route.request?.body ? [guard(permission), jsonBody] : [guard(permission)];
+  const middleware = [guard(permission), safeQuery, ...(route.request?.body ? [jsonBody] : [])];
   return createRoute({
     ...route,
     middleware,

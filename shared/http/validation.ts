@@ -12,7 +12,17 @@ function describe(value: unknown): string {
   return value === null ? "null" : JSON.stringify(value);
 }
 
-export function issueToError(issue: Issue, target: string): ApiError {
+/** The submitted value at an issue's path; `undefined` when it was absent. */
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let value = data;
+  for (const key of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+export function issueToError(issue: Issue, target: string, data?: unknown): ApiError {
   const path = issue.path.map(String);
   if (issue.code === "unrecognized_keys") {
     const field = [...path, issue.keys[0]!].join(".");
@@ -24,7 +34,7 @@ export function issueToError(issue: Issue, target: string): ApiError {
     case "invalid_value":
       return badRequest(field, `${name} must be one of ${issue.values.map(describe).join(", ")}`, issue.values as never);
     case "invalid_type":
-      if (issue.input === undefined) return badRequest(field, `${name} is required`);
+      if (valueAt(data, issue.path) === undefined) return badRequest(field, `${name} is required`);
       return badRequest(field, `${name} must be ${issue.expected === "object" && !field ? "a JSON object" : `a ${issue.expected}`}`);
     case "too_big":
       return badRequest(field, `${name} must be at most ${issue.maximum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
@@ -40,8 +50,8 @@ export function issueToError(issue: Issue, target: string): ApiError {
  * The `defaultHook` of every router. An unknown field is reported first (it is
  * usually a misspelling or a removed field); otherwise the first failing issue.
  */
-export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+export function validationHook(result: { success: boolean; error?: z.ZodError; target: string; data?: unknown }): void {
   if (result.success || !result.error) return;
   const issues = result.error.issues;
-  throw issueToError(issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!, result.target);
+  throw issueToError(issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!, result.target, result.data);
 }

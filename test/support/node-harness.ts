@@ -5,16 +5,26 @@ import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
 import type { Db } from "../../shared/db/types";
+import type { RequestServices } from "../../shared/http/context";
 import { jsonLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
 import { buildRequest, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
-async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Promise<void>, realConcurrency: boolean): Promise<Harness> {
+/** Services a suite may inject (the notifications suites: outbound HTTP to loopback receivers, e-mail). */
+export type HarnessServices = Pick<RequestServices, "outbound" | "mailer" | "wakeDeliveries">;
+
+async function nodeHarness(
+  runtime: Harness["runtime"],
+  db: Db,
+  close: () => Promise<void>,
+  realConcurrency: boolean,
+  extras: HarnessServices = {},
+): Promise<Harness> {
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
   const app = createApp({
-    services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" } }),
+    services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" }, ...extras }),
     logger: jsonLogger((line) => logs.push(line)),
   });
   return {
@@ -28,13 +38,22 @@ async function nodeHarness(runtime: Harness["runtime"], db: Db, close: () => Pro
   };
 }
 
-export const pgliteHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
+async function openPgliteHarness(extras?: HarnessServices): Promise<Harness> {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
-  return nodeHarness("node-pglite", database.db, database.close, false);
-}, { realConcurrency: () => false });
+  return nodeHarness("node-pglite", database.db, database.close, false, extras);
+}
 
-export const postgresHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
+async function openPostgresHarness(extras?: HarnessServices): Promise<Harness> {
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
-  return nodeHarness("node-postgres", database.db, database.close, inject("pgKind") === "postgres");
-}, { realConcurrency: () => inject("pgKind") === "postgres" });
+  return nodeHarness("node-postgres", database.db, database.close, inject("pgKind") === "postgres", extras);
+}
+
+export const pgliteHarness: HarnessFactory = Object.assign(() => openPgliteHarness(), { realConcurrency: () => false });
+
+export const postgresHarness: HarnessFactory = Object.assign(() => openPostgresHarness(), { realConcurrency: () => inject("pgKind") === "postgres" });
+
+/** The same harnesses with injected services. */
+export const pgliteHarnessWith = (extras: HarnessServices): HarnessFactory => Object.assign(() => openPgliteHarness(extras), { realConcurrency: () => false });
+export const postgresHarnessWith = (extras: HarnessServices): HarnessFactory =>
+  Object.assign(() => openPostgresHarness(extras), { realConcurrency: () => inject("pgKind") === "postgres" });

@@ -4,15 +4,22 @@
  * WebSocket proxy. Seeding uses the same driver.
  */
 // `env` from cloudflare:test is typed by the plugin (cloudflare:workers would need the global workers types).
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { inject, vi } from "vitest";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../../shared/db/neon";
-import worker from "../../functions/worker";
+import { createWorker, type WorkerOverrides } from "../../functions/worker";
 import { buildRequest, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
-export const workerHarness: HarnessFactory = Object.assign(async (): Promise<Harness> => {
+export type WorkerHarness = Harness & {
+  /** Runs the Worker's cron handler (`scheduled`) once. */
+  scheduled(): Promise<void>;
+};
+
+/** `overrides` replace the Worker's notification transports and retry timing (the notifications suites). */
+async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHarness> {
+  const worker = createWorker(overrides);
   const bindings = { ...env, DATABASE_URL: inject("pgUrl"), NEON_WS_PROXY: inject("wsProxyUrl"), SECRET_KEYS: TEST_SECRET_KEYS };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
   const seeding = openNeon(bindings.DATABASE_URL);
@@ -38,10 +45,21 @@ export const workerHarness: HarnessFactory = Object.assign(async (): Promise<Har
       await waitOnExecutionContext(ctx);
       return new Response(res.status === 204 || res.status === 304 ? null : body, res);
     },
+    scheduled: async () => {
+      const ctx = createExecutionContext();
+      await worker.scheduled(createScheduledController(), bindings, ctx);
+      await waitOnExecutionContext(ctx);
+    },
     close: async () => {
       spy.mockRestore();
       errSpy.mockRestore();
       await seeding.close();
     },
   };
-}, { realConcurrency: () => inject("pgKind") === "postgres" });
+}
+
+export const workerHarness: HarnessFactory = Object.assign(() => openWorkerHarness(), { realConcurrency: () => inject("pgKind") === "postgres" });
+
+/** The Worker harness with test transports; the factory yields a WorkerHarness. */
+export const workerHarnessWith = (overrides: WorkerOverrides) =>
+  Object.assign(() => openWorkerHarness(overrides), { realConcurrency: () => inject("pgKind") === "postgres" });

@@ -47,9 +47,20 @@ export const apiTokens = pgTable(
     scopes: text("scopes").array(),
     expiresAt: ts("expires_at"),
     revokedAt: ts("revoked_at"),
+    /**
+     * `deployment_session`: a short-lived read-only token pinned to one project
+     * (`project_id`, in `org_id`), accepted only by the routes listed in shared/http/guard.ts.
+     */
+    kind: text("kind", { enum: ["personal", "deployment_session"] }).notNull().default("personal"),
+    projectId: text("project_id"),
+    orgId: text("org_id").references(() => organizations.id, { onDelete: "cascade" }),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("api_tokens_hash_idx").on(t.tokenHash), index("api_tokens_user_idx").on(t.userId)],
+  (t) => [
+    uniqueIndex("api_tokens_hash_idx").on(t.tokenHash),
+    index("api_tokens_user_idx").on(t.userId),
+    index("api_tokens_project_idx").on(t.projectId),
+  ],
 );
 
 export const invitations = pgTable(

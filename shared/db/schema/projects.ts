@@ -1,2 +1,134 @@
 /** Projects: configuration, environments, env vars, resources, domains, deployments. */
-export {};
+import { sql } from "drizzle-orm";
+import { boolean, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { createdAt, ts } from "./columns";
+import { organizations } from "./identity";
+
+/** Build/deploy options (POST /api/projects/:id/options); absent keys mean "detected at build time". */
+export interface ProjectOptions {
+  rootDirectory?: string;
+  installCommand?: string;
+  buildCommand?: string;
+  startCommand?: string;
+  outputDirectory?: string;
+  runtimeVersion?: string;
+}
+
+export const GIT_PROVIDERS = ["github", "gitlab", "bitbucket", "upload"] as const;
+export const ROUTING_STATES = ["pending", "synced", "offline"] as const;
+export const SLEEP_MODES = ["auto_sleep", "always_on"] as const;
+export const ENVIRONMENT_KINDS = ["production", "preview"] as const;
+export const DEPLOYMENT_STATUSES = ["queued", "building", "deploying", "ready", "failed", "canceled"] as const;
+
+export const projects = pgTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** The free route's label (`<slug>.<shared domain>`): fixed at creation, unique across the deployment. */
+    slug: text("slug").notNull(),
+    framework: text("framework").notNull().default("auto"),
+    gitProvider: text("git_provider", { enum: GIT_PROVIDERS }),
+    gitOwner: text("git_owner"),
+    gitRepo: text("git_repo"),
+    gitBranch: text("git_branch"),
+    options: jsonb("options").$type<ProjectOptions>().notNull().default({}),
+    productionCpuCores: doublePrecision("production_cpu_cores").notNull().default(1),
+    productionMemoryMb: integer("production_memory_mb").notNull().default(512),
+    buildCpuCores: doublePrecision("build_cpu_cores").notNull().default(2),
+    buildMemoryMb: integer("build_memory_mb").notNull().default(2048),
+    diskGb: integer("disk_gb").notNull().default(10),
+    sleepMode: text("sleep_mode", { enum: SLEEP_MODES }).notNull().default("auto_sleep"),
+    port: integer("port").notNull().default(3000),
+    /** AES-256-GCM ciphertext bound to (org, projects, clone_token, project id). */
+    cloneTokenCiphertext: text("clone_token_ciphertext"),
+    cloneTokenSetAt: ts("clone_token_set_at"),
+    /** Set while the project is disabled (deploys paused, routes offline). */
+    disabledAt: ts("disabled_at"),
+    routingState: text("routing_state", { enum: ROUTING_STATES }).notNull().default("pending"),
+    /** The free-route hostname last synced (the shared domain is configuration and may change). */
+    routingHost: text("routing_host"),
+    routingLastAttemptAt: ts("routing_last_attempt_at"),
+    routingSyncedAt: ts("routing_synced_at"),
+    createdAt: createdAt(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("projects_slug_idx").on(t.slug), index("projects_org_idx").on(t.orgId, t.id)],
+);
+
+export const environments = pgTable(
+  "environments",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    kind: text("kind", { enum: ENVIRONMENT_KINDS }).notNull(),
+    branch: text("branch"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("environments_project_name_idx").on(t.projectId, t.name),
+    uniqueIndex("environments_one_production_idx").on(t.projectId).where(sql`${t.kind} = 'production'`),
+  ],
+);
+
+/** One row per (project, environment, key); a secret's value lives only as ciphertext. */
+export const envVars = pgTable(
+  "env_vars",
+  {
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id").notNull().references(() => environments.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    value: text("value"),
+    /** AES-256-GCM ciphertext bound to (org, env_vars, value, `<project>/<environment>/<key>`). */
+    valueCiphertext: text("value_ciphertext"),
+    isSecret: boolean("is_secret").notNull(),
+    createdAt: createdAt(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.environmentId, t.key] }),
+    check(
+      "env_vars_value_kind",
+      sql`(${t.isSecret} and ${t.value} is null and ${t.valueCiphertext} is not null) or (not ${t.isSecret} and ${t.value} is not null and ${t.valueCiphertext} is null)`,
+    ),
+  ],
+);
+
+/** Custom domains; a hostname belongs to one project across the deployment. */
+export const domains = pgTable(
+  "domains",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    hostname: text("hostname").notNull(),
+    isPrimary: boolean("is_primary").notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("domains_hostname_idx").on(t.hostname),
+    index("domains_project_idx").on(t.projectId),
+    uniqueIndex("domains_one_primary_idx").on(t.projectId).where(sql`${t.isPrimary}`),
+  ],
+);
+
+/** Written by the deployments API; read here (GET /api/projects/:id/deployments). */
+export const deployments = pgTable(
+  "deployments",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id").notNull().references(() => environments.id, { onDelete: "cascade" }),
+    status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull().default("queued"),
+    branch: text("branch"),
+    commitSha: text("commit_sha"),
+    createdAt: createdAt(),
+    finishedAt: ts("finished_at"),
+  },
+  (t) => [index("deployments_project_idx").on(t.projectId, t.id)],
+);

@@ -1,0 +1,254 @@
+/**
+ * `npm run bench:fanout`: one event fanned out to an organization of
+ * BENCH_MEMBERS (default 5,000) members with two channels each (their in_app
+ * channel and a webhook), on Postgres.
+ *
+ * 1. Creates a fresh database `bench_fanout_<time>_<pid>` on BENCH_DATABASE_URL's
+ *    server (default postgres://postgres@127.0.0.1:5432/test, the admin
+ *    connection) and migrates it.
+ * 2. Seeds the organization: the owner through the identity code, the other
+ *    members in bulk (users, memberships, the in_app channel and subscription
+ *    grid a join seeds), then one verified webhook channel per member pointing
+ *    at a loopback receiver, each with its own encrypted signing secret,
+ *    subscribed to deploy.failed.
+ * 3. Runs the app and the delivery engine as the Node adapter does (node:http
+ *    outbound with private addresses allowed for the loopback receiver;
+ *    BENCH_CONCURRENCY / BENCH_BATCH override the engine's 16 / 32), posts one
+ *    `deploy.failed` event and measures: the POST (recipient resolution, feed
+ *    entries and outbox rows, in one transaction), the statements it issued,
+ *    and the time until every send is recorded as delivered.
+ * 4. Checks every webhook arrived exactly once and one sample signature, prints
+ *    the figures, and drops the database (also on failure or Ctrl-C).
+ */
+import { createHmac } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/node-postgres";
+import pg from "pg";
+import { createApp } from "../functions/app";
+import { createOrganization, createUser, issueToken } from "../functions/identity/store";
+import { CATEGORIES } from "../functions/notifications/categories";
+import { generateSigningSecret } from "../functions/notifications/channel-config";
+import { createDeliveryEngine } from "../functions/notifications/delivery/engine";
+import { sealSecrets } from "../functions/notifications/secrets";
+import { createKeyring, generateKeySpec } from "../shared/crypto/keyring";
+import { migratePostgres } from "../shared/db/postgres";
+import * as schema from "../shared/db/schema";
+import type { Db } from "../shared/db/types";
+import { silentLogger } from "../shared/http/logger";
+import { newId } from "../shared/ids";
+import { createNodeOutbound } from "../shared/outbound/node";
+
+function intEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+  return n;
+}
+
+const ADMIN_URL = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+const MEMBERS = intEnv("BENCH_MEMBERS", 5_000, 1, 100_000);
+const CONCURRENCY = intEnv("BENCH_CONCURRENCY", 16, 1, 256);
+const BATCH = intEnv("BENCH_BATCH", 32, 1, 1000);
+const TIMEOUT_MS = 600_000;
+
+const log = (line: string) => console.log(line);
+const ms = (a: number, b: number) => `${(b - a).toFixed(0)} ms`;
+
+async function admin(query: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    await client.query(query);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** A receiver that answers 200 at once and counts each webhook-id. */
+async function startReceiver() {
+  const ids = new Map<string, number>();
+  let sample: { headers: Record<string, string | string[] | undefined>; body: string } | undefined;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const id = String(req.headers["webhook-id"]);
+      ids.set(id, (ids.get(id) ?? 0) + 1);
+      sample ??= { headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      res.writeHead(200).end("ok");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    ids,
+    sample: () => sample,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function seed(db: Db, keyring: Awaited<ReturnType<typeof createKeyring>>, receiverUrl: string) {
+  const owner = await createUser(db, { email: "owner@bench.test", name: "Owner" });
+  const org = await createOrganization(db, "Fan-out bench", owner.id);
+  const { token } = await issueToken(db, { userId: owner.id, name: "bench", scopes: null, expiresAt: null });
+  const now = new Date();
+  const stem = (p: string) => newId(p, now.getTime()).slice(0, p.length + 11);
+  const tail = sql.raw("substr(replace(gen_random_uuid()::text, '-', ''), 1, 16)");
+  const categories = sql.join(
+    CATEGORIES.map((c) => sql`(${c.id}::text, ${c.defaultEnabled}::boolean)`),
+    sql`, `,
+  );
+
+  // The other members, in bulk: what addMember + its notification seeding write for each.
+  await db.execute(sql`
+    insert into users (id, email, name, default_org_id)
+    select ${stem("usr")} || lpad(g::text, 16, '0'), 'member' || g || '@bench.test', 'Member ' || g, ${org.id}
+    from generate_series(1, ${MEMBERS - 1}) g`);
+  await db.execute(sql`insert into memberships (org_id, user_id, role) select ${org.id}, id, 'member' from users where id <> ${owner.id}`);
+  await db.execute(sql`
+    insert into notification_channels (id, org_id, user_id, kind, label, config, enabled, verified)
+    select ${stem("nch")} || ${tail}, ${org.id}, u.id, 'in_app', 'In-app', '{}'::jsonb, true, true
+    from users u where u.id <> ${owner.id}`);
+  await db.execute(sql`
+    insert into notification_subscriptions (id, org_id, user_id, category, channel_id, enabled)
+    select ${stem("nsub")} || ${tail}, c.org_id, c.user_id, cat.category, c.id, cat.default_enabled
+    from notification_channels c cross join (values ${categories}) as cat(category, default_enabled)
+    where c.org_id = ${org.id} and c.kind = 'in_app' and c.user_id <> ${owner.id}`);
+
+  // One webhook channel per member, each with its own signing secret, encrypted and bound to its row.
+  const users = (await db.execute(sql`select user_id as id from memberships where org_id = ${org.id} order by user_id`)) as unknown as { rows: { id: string }[] };
+  let sampleSecret = "";
+  const rows = [];
+  for (const u of users.rows) {
+    const id = newId("nch");
+    const secret = generateSigningSecret();
+    sampleSecret ||= secret;
+    rows.push({
+      id,
+      orgId: org.id,
+      userId: u.id,
+      kind: "webhook" as const,
+      label: "Webhook",
+      config: { url: receiverUrl, signingSecretConfigured: true },
+      secretCiphertext: await sealSecrets(keyring, org.id, id, { signingSecret: secret }),
+      enabled: true,
+      verified: true,
+    });
+  }
+  for (let i = 0; i < rows.length; i += 1000) await db.insert(schema.notificationChannels).values(rows.slice(i, i + 1000));
+  await db.execute(sql`
+    insert into notification_subscriptions (id, org_id, user_id, category, channel_id, enabled)
+    select ${stem("nsub")} || ${tail}, org_id, user_id, 'deploy.failed', id, true
+    from notification_channels where org_id = ${org.id} and kind = 'webhook'`);
+  const secrets = new Map(rows.map((r) => [r.id, r.secretCiphertext!]));
+  return { orgId: org.id, token, sampleSecret, secrets };
+}
+
+async function main() {
+  const name = `bench_fanout_${Date.now().toString(36)}_${process.pid}`;
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  let pool: pg.Pool | undefined;
+  let dropped = false;
+  const drop = async () => {
+    if (dropped) return;
+    dropped = true;
+    await pool?.end().catch(() => {});
+    await admin(`drop database if exists ${name} with (force)`);
+  };
+  process.once("SIGINT", () => void drop().finally(() => process.exit(130)));
+  const watchdog = setTimeout(() => {
+    console.error(`bench did not finish within ${TIMEOUT_MS / 1000} s`);
+    void drop().finally(() => process.exit(1));
+  }, TIMEOUT_MS);
+
+  const receiver = await startReceiver();
+  try {
+    await admin(`create database ${name}`);
+    pool = new pg.Pool({ connectionString: url.toString(), max: 20 });
+    pool.on("error", () => {});
+    await migratePostgres(pool);
+    let statements = 0;
+    let counting = false;
+    const db = drizzle(pool, { schema, logger: { logQuery: () => void (counting && statements++) } }) as unknown as Db;
+    const keyring = await createKeyring(generateKeySpec("bench"));
+
+    log(`seeding ${MEMBERS} members with an in_app and a webhook channel each (database ${name})…`);
+    const seedStart = performance.now();
+    const seeded = await seed(db, keyring, receiver.url);
+    log(`seeded in ${ms(seedStart, performance.now())}`);
+
+    const outbound = createNodeOutbound({ allowPrivate: true });
+    const engine = createDeliveryEngine({ db, keyring, transports: { outbound }, logger: silentLogger, policy: { concurrency: CONCURRENCY, batchSize: BATCH } });
+    const app = createApp({
+      services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "bench.test" }, outbound, wakeDeliveries: () => engine.wake() }),
+      logger: silentLogger,
+    });
+    engine.start();
+
+    const t0 = performance.now();
+    counting = true;
+    const res = await app.fetch(
+      new Request("http://bench.test/api/notifications/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${seeded.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ category: "deploy.failed", title: "Deploy of web failed", message: "Benchmark event", projectId: "prj_bench" }),
+      }),
+    );
+    counting = false;
+    const t1 = performance.now();
+    const body = (await res.json()) as { recipients: number; sends: number };
+    if (res.status !== 202) throw new Error(`POST /events answered ${res.status}: ${JSON.stringify(body)}`);
+
+    let state = { pending: 0, delivered: 0, failed: 0 };
+    for (;;) {
+      const r = (await db.execute(sql`
+        select count(*) filter (where status in ('pending', 'sending'))::int as pending,
+               count(*) filter (where status = 'delivered')::int as delivered,
+               count(*) filter (where status in ('failed', 'cancelled'))::int as failed
+        from notification_outbox where org_id = ${seeded.orgId}`)) as unknown as { rows: (typeof state)[] };
+      state = r.rows[0]!;
+      if (state.pending === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const t2 = performance.now();
+    await engine.stop();
+
+    const feed = (await db.execute(sql`select count(*)::int as n from notification_deliveries where org_id = ${seeded.orgId}`)) as unknown as { rows: { n: number }[] };
+    const hits = [...receiver.ids.values()].reduce((a, b) => a + b, 0);
+    const duplicates = [...receiver.ids.values()].filter((n) => n > 1).length;
+    const sample = receiver.sample()!;
+    const signatureOk = await (async () => {
+      // The sample is one member's: find its channel's secret by trying (the receiver does not know whose it is).
+      const signed = `${sample.headers["webhook-id"]}.${sample.headers["webhook-timestamp"]}.${sample.body}`;
+      const sig = String(sample.headers["webhook-signature"]).slice(3);
+      for (const [channelId, ciphertext] of seeded.secrets) {
+        const { signingSecret } = JSON.parse(await keyring.decrypt(ciphertext, { orgId: seeded.orgId, table: "notification_channels", column: "secret", rowId: channelId }));
+        if (createHmac("sha256", Buffer.from(signingSecret.slice(6), "base64")).update(signed).digest("base64") === sig) return true;
+      }
+      return false;
+    })();
+
+    log("");
+    log(`members                      ${MEMBERS} (2 channels each: in_app + webhook)`);
+    log(`recipients / sends queued    ${body.recipients} / ${body.sends}`);
+    log(`in-app feed entries          ${feed.rows[0]!.n}`);
+    log(`POST /events (fan-out)       ${ms(t0, t1)}, ${statements} SQL statements including auth, begin and commit`);
+    log(`until every send recorded    ${ms(t0, t2)} (delivered ${state.delivered}, failed ${state.failed})`);
+    log(`delivery throughput          ${((state.delivered / (t2 - t1)) * 1000).toFixed(0)} sends/s (engine concurrency ${CONCURRENCY}, batch ${BATCH})`);
+    log(`receiver                     ${hits} requests, ${receiver.ids.size} distinct webhook-ids, ${duplicates} duplicated; sample signature ${signatureOk ? "valid" : "INVALID"}`);
+    if (state.delivered !== body.sends || duplicates > 0 || hits !== body.sends || !signatureOk) process.exitCode = 1;
+  } finally {
+    clearTimeout(watchdog);
+    await receiver.close();
+    await drop();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,132 @@
+/**
+ * The caller's notification channels in the active organization, and the test
+ * send. Another member's channel answers 404 on every per-id route, exactly as
+ * an id that never existed.
+ */
+import type { AppContext } from "../../shared/http/context";
+import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { messageOf } from "./delivery/engine";
+import { sendToChannel } from "./delivery/send";
+import { recordTestEntry } from "./feed-store";
+import { ChannelSchema, CreateChannelBody, CreatedChannelSchema, IdParam, PatchChannelBody, TestSendSchema } from "./schema";
+import { channelView, createChannel, deleteChannel, getChannel, listChannels, markVerified, updateChannel } from "./store";
+
+const TAGS = ["Notifications"];
+const owner = (c: AppContext) => {
+  const { orgId, userId } = callerOf(c);
+  return { orgId, userId };
+};
+
+const list = defineRoute({
+  method: "get",
+  path: "/notifications/channels",
+  tags: TAGS,
+  summary: "List the caller's channels",
+  permission: "notifications:read",
+  request: { query: PageQuery },
+  responses: { 200: jsonResponse(pageOf(ChannelSchema, "NotificationChannelPage"), "Channels, oldest first") },
+});
+
+const create = defineRoute({
+  method: "post",
+  path: "/notifications/channels",
+  tags: TAGS,
+  summary: "Create a channel",
+  description:
+    "New channels start `enabled: true`. `in_app` channels start verified; every other kind starts `verified: false` and receives nothing until verified (PATCH `verified: true`, or a successful test send). A webhook channel without `config.signingSecret` gets a generated `whsec_` secret, returned once as `signingSecret`. Secrets (signing secrets, chat webhook URLs) are stored encrypted and never returned.",
+  permission: "notifications:write",
+  request: { body: jsonRequest(CreateChannelBody) },
+  responses: { 201: jsonResponse(CreatedChannelSchema, "The channel") },
+});
+
+const patch = defineRoute({
+  method: "patch",
+  path: "/notifications/channels/{id}",
+  tags: TAGS,
+  summary: "Update a channel (send only the fields to change)",
+  description:
+    "A `config` that differs from the stored one resets `verified` to false on every kind but `in_app` (the destination may have moved); an explicit `verified` in the same body wins. The config is replaced as a whole (kind-specific shape as on create), except that a webhook config without `signingSecret` keeps the current secret. `verified: false` is refused for `in_app`.",
+  permission: "notifications:write",
+  request: { params: IdParam, body: jsonRequest(PatchChannelBody) },
+  responses: { 200: jsonResponse(ChannelSchema, "The channel") },
+});
+
+const remove = defineRoute({
+  method: "delete",
+  path: "/notifications/channels/{id}",
+  tags: TAGS,
+  summary: "Delete a channel",
+  description: "Its subscriptions go with it; sends still queued for it are cancelled.",
+  permission: "notifications:write",
+  request: { params: IdParam },
+  responses: { 204: { description: "Deleted" } },
+});
+
+const test = defineRoute({
+  method: "post",
+  path: "/notifications/channels/{id}/test",
+  tags: TAGS,
+  summary: "Send a test message to the channel now",
+  description:
+    "One attempt, no retries, whether or not the channel is enabled or verified. Answers 200 with `delivered` and, on failure, our own `reason` (the destination's status code at most; its response body is never echoed). A successful test send marks the channel verified. For `in_app` the test message is added to the caller's feed.",
+  permission: "notifications:write",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(TestSendSchema, "The outcome") },
+});
+
+export const channelsRouter = createRouter()
+  .openapi(list, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const page = toPage(await listChannels(c.var.db, owner(c), limit, cursor), limit, (r) => r.id);
+    return c.json({ items: page.items.map(channelView), nextCursor: page.nextCursor }, 200);
+  })
+  .openapi(create, async (c) => {
+    const body = c.req.valid("json");
+    const { row, generatedSecret } = await createChannel(c.var.db, c.var.keyring, owner(c), body, c.var.clock());
+    return c.json({ ...channelView(row), ...(generatedSecret ? { signingSecret: generatedSecret } : {}) }, 201);
+  })
+  .openapi(patch, async (c) => {
+    const row = await updateChannel(c.var.db, c.var.keyring, owner(c), c.req.valid("param").id, c.req.valid("json"), c.var.clock());
+    return c.json(channelView(row), 200);
+  })
+  .openapi(remove, async (c) => {
+    await deleteChannel(c.var.db, owner(c), c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(test, async (c) => {
+    const o = owner(c);
+    const { id } = c.req.valid("param");
+    let channel = await getChannel(c.var.db, o, id);
+    const now = c.var.clock();
+    const event = {
+      id: newId("nevt", now.getTime()),
+      orgId: o.orgId,
+      category: "test",
+      projectId: null,
+      title: "Test notification",
+      message: `This is a test message for the channel "${channel.label}". If you can read it, the channel works.`,
+      data: null,
+      createdBy: o.userId,
+      createdAt: now,
+    };
+    const started = Date.now();
+    const result =
+      channel.kind === "in_app"
+        ? await recordTestEntry(c.var.db, o, event).then(() => ({ ok: true as const, status: 200 }))
+        : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.var.keyring, { outbound: c.var.outbound, mailer: c.var.mailer });
+    if (result.ok && !channel.verified) channel = (await markVerified(c.var.db, o, channel, c.var.clock())) ?? (await getChannel(c.var.db, o, id));
+    return c.json(
+      {
+        delivered: result.ok,
+        statusCode: channel.kind === "in_app" ? null : (result.status ?? null),
+        reason: result.ok ? null : result.error,
+        durationMs: Date.now() - started,
+        channel: channelView(channel),
+      },
+      200,
+    );
+  });
+

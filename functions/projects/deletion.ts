@@ -1,0 +1,90 @@
+/**
+ * Deletion: the preview counts what DELETE removes, per kind; DELETE removes exactly
+ * that in one transaction, under a lock that keeps concurrent writers of the project
+ * out, and answers the same counts. Afterwards every per-project route answers 404.
+ */
+import { z } from "@hono/zod-openapi";
+import { and, count, eq } from "drizzle-orm";
+import { apiTokens, deployments, domains, environments, envVars, projects } from "../../shared/db/schema";
+import type { Executor } from "../../shared/db/types";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { ProjectIdParam } from "./schema";
+import { findProject, type ProjectRow } from "./store";
+
+const Counts = z
+  .object({
+    projects: z.literal(1),
+    environments: z.number().int(),
+    envVars: z.number().int(),
+    domains: z.number().int(),
+    deployments: z.number().int(),
+    cloneTokens: z.number().int().openapi({ description: "1 when a per-project clone token is stored" }),
+    deploymentSessions: z.number().int().openapi({ description: "Deployment-session tokens issued for the project, expired ones included" }),
+  })
+  .openapi("ProjectDeletionCounts");
+
+const Preview = z.object({ projectId: z.string(), removes: Counts }).openapi("ProjectDeletionPreview");
+
+const preview = defineRoute({
+  method: "get",
+  path: "/projects/{id}/deletion-preview",
+  tags: ["Projects"],
+  summary: "What deleting the project would remove (counts per kind)",
+  permission: "project:read",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(Preview, "The counts DELETE would remove now") },
+});
+
+const remove = defineRoute({
+  method: "delete",
+  path: "/projects/{id}",
+  tags: ["Projects"],
+  summary: "Delete the project and everything it owns",
+  description:
+    "Removes, in one transaction, exactly what the deletion preview lists: the project, its environments, env vars, custom domains (released for other projects), deployment records, clone token and deployment-session tokens. The slug is released. Afterwards every per-project route answers 404.",
+  permission: "project:admin",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(Preview, "What was removed") },
+});
+
+async function countOf(ex: Executor, table: typeof environments | typeof envVars | typeof domains | typeof deployments, projectId: string) {
+  const [row] = await ex.select({ n: count() }).from(table).where(eq(table.projectId, projectId));
+  return row!.n;
+}
+
+async function counts(ex: Executor, project: ProjectRow): Promise<z.infer<typeof Counts>> {
+  const [sessions] = await ex
+    .select({ n: count() })
+    .from(apiTokens)
+    .where(and(eq(apiTokens.projectId, project.id), eq(apiTokens.kind, "deployment_session")));
+  return {
+    projects: 1,
+    environments: await countOf(ex, environments, project.id),
+    envVars: await countOf(ex, envVars, project.id),
+    domains: await countOf(ex, domains, project.id),
+    deployments: await countOf(ex, deployments, project.id),
+    cloneTokens: project.cloneTokenCiphertext ? 1 : 0,
+    deploymentSessions: sessions!.n,
+  };
+}
+
+export const deletionRouter = createRouter()
+  .openapi(preview, async (c) => {
+    const project = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
+    return c.json({ projectId: project.id, removes: await counts(c.var.db, project) }, 200);
+  })
+  .openapi(remove, async (c) => {
+    const { orgId } = callerOf(c);
+    const { id } = c.req.valid("param");
+    const removed = await c.var.db.transaction(async (tx) => {
+      // FOR UPDATE waits for writers holding KEY SHARE (env, environments, domains, sessions) and blocks new ones.
+      const project = await findProject(tx, orgId, id, "update");
+      const removes = await counts(tx, project);
+      await tx.delete(apiTokens).where(and(eq(apiTokens.projectId, project.id), eq(apiTokens.kind, "deployment_session")));
+      // Environments, env vars, domains and deployments go with it (ON DELETE CASCADE).
+      await tx.delete(projects).where(eq(projects.id, project.id));
+      return removes;
+    });
+    return c.json({ projectId: id, removes: removed }, 200);
+  });

@@ -1,0 +1,128 @@
+/**
+ * The project's deployment history (written by the deployments API) and the
+ * deployment session: a short-lived read-only token for one project's deployments.
+ */
+import { z } from "@hono/zod-openapi";
+import { and, desc, eq, lt } from "drizzle-orm";
+import { SESSION_TOKEN_PREFIX, displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
+import { apiTokens, DEPLOYMENT_STATUSES, deployments, environments } from "../../shared/db/schema";
+import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { EnvironmentName } from "./environments";
+import { ProjectIdParam } from "./schema";
+import { findEnvironment, findProject } from "./store";
+
+export const SESSION_TTL_MS = 15 * 60 * 1000;
+/** What a session may do, within what its creator may do. */
+const SESSION_TAGS = ["project:read", "project:deployment:list"] as const;
+
+const DeploymentSchema = z
+  .object({
+    id: z.string(),
+    environment: z.string(),
+    status: z.enum(DEPLOYMENT_STATUSES).openapi({ description: "queued → building → deploying → ready, or failed / canceled" }),
+    branch: z.string().nullable(),
+    commitSha: z.string().nullable(),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi("Deployment");
+
+const list = defineRoute({
+  method: "get",
+  path: "/projects/{id}/deployments",
+  tags: ["Projects"],
+  summary: "List the project's deployments, newest first",
+  description: `Newest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; \`environment\` narrows to one environment. Accepts this project's deployment-session token.`,
+  permission: "project:deployment:list",
+  request: { params: ProjectIdParam, query: PageQuery.extend({ environment: EnvironmentName.optional() }) },
+  responses: { 200: jsonResponse(pageOf(DeploymentSchema, "DeploymentPage"), "One page of deployments") },
+});
+
+const session = defineRoute({
+  method: "post",
+  path: "/projects/{id}/deployment-session",
+  tags: ["Projects"],
+  summary: "Open a read-only deployment/build session",
+  description:
+    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes, for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
+  permission: "project:read",
+  request: { params: ProjectIdParam },
+  responses: {
+    201: jsonResponse(
+      z
+        .object({
+          token: z.string().openapi({ description: "Shown only in this response" }),
+          projectId: z.string(),
+          expiresAt: z.string(),
+          scopes: z.array(z.enum(SESSION_TAGS)),
+        })
+        .openapi("DeploymentSession"),
+      "The session token",
+    ),
+  },
+});
+
+export const deploymentsRouter = createRouter()
+  .openapi(list, async (c) => {
+    const { orgId } = callerOf(c);
+    const { limit, cursor, environment } = c.req.valid("query");
+    const project = await findProject(c.var.db, orgId, c.req.valid("param").id);
+    const env = environment === undefined ? undefined : await findEnvironment(c.var.db, project.id, environment);
+    if (environment !== undefined && !env) return c.json({ items: [], nextCursor: null }, 200);
+    const rows = await c.var.db
+      .select({ d: deployments, environment: environments.name })
+      .from(deployments)
+      .innerJoin(environments, eq(environments.id, deployments.environmentId))
+      .where(
+        and(
+          eq(deployments.projectId, project.id),
+          env ? eq(deployments.environmentId, env.id) : undefined,
+          cursor !== undefined ? lt(deployments.id, cursor) : undefined,
+        ),
+      )
+      .orderBy(desc(deployments.id))
+      .limit(limit + 1);
+    const page = toPage(rows, limit, (r) => r.d.id);
+    return c.json(
+      {
+        items: page.items.map(({ d, environment }) => ({
+          id: d.id,
+          environment,
+          status: d.status,
+          branch: d.branch,
+          commitSha: d.commitSha,
+          createdAt: d.createdAt.toISOString(),
+          finishedAt: d.finishedAt?.toISOString() ?? null,
+        })),
+        nextCursor: page.nextCursor,
+      },
+      200,
+    );
+  })
+  .openapi(session, async (c) => {
+    const caller = callerOf(c);
+    const token = generateToken(SESSION_TOKEN_PREFIX);
+    const expiresAt = new Date(c.var.clock().getTime() + SESSION_TTL_MS);
+    const scopes = SESSION_TAGS.filter((t) => caller.tags.includes(t));
+    const tokenHash = await hashToken(token);
+    const projectId = await c.var.db.transaction(async (tx) => {
+      const project = await findProject(tx, caller.orgId, c.req.valid("param").id, "key share");
+      await tx.insert(apiTokens).values({
+        id: newId("tok"),
+        userId: caller.userId,
+        name: `deployment session ${project.id}`,
+        tokenHash,
+        displayPrefix: displayPrefix(token),
+        scopes,
+        expiresAt,
+        kind: "deployment_session",
+        projectId: project.id,
+        orgId: caller.orgId,
+      });
+      return project.id;
+    });
+    return c.json({ token, projectId, expiresAt: expiresAt.toISOString(), scopes }, 201);
+  });

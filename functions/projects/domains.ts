@@ -1,0 +1,79 @@
+/**
+ * POST /api/projects/:id/connect: adds a custom domain and makes it the primary
+ * one in one call. A hostname belongs to one project across the deployment. The
+ * full lifecycle (DNS preview, verification, TLS) belongs to the domains API.
+ */
+import { z } from "@hono/zod-openapi";
+import { and, count, eq, ne } from "drizzle-orm";
+import { domains } from "../../shared/db/schema";
+import { ApiError, badRequest } from "../../shared/http/errors";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { ProjectIdParam, ProjectSchema } from "./schema";
+import { findProject, projectView } from "./store";
+
+export const MAX_DOMAINS = 50;
+
+/** Lower-cased, without a trailing dot. */
+export const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
+
+/** A public DNS name: 2+ labels of letters, digits and inner hyphens, an alphabetic top-level label (so no IP addresses). */
+export function isHostname(h: string): boolean {
+  if (h.length < 1 || h.length > 253) return false;
+  const labels = h.split(".");
+  if (labels.length < 2) return false;
+  if (!labels.every((l) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(l))) return false;
+  return /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/.test(labels[labels.length - 1]!);
+}
+
+const Hostname = z
+  .string()
+  .max(254)
+  .transform(normalizeHostname)
+  .refine(isHostname, "must be a hostname such as app.example.com (ASCII or punycode, no scheme, port, path or wildcard)")
+  .openapi({ type: "string", description: "A hostname such as `app.example.com`; lower-cased, a trailing dot dropped" });
+
+const route = defineRoute({
+  method: "post",
+  path: "/projects/{id}/connect",
+  tags: ["Projects"],
+  summary: "Add a custom domain and mark it primary",
+  description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400). At most ${MAX_DOMAINS} domains per project (409).`,
+  permission: "project:write",
+  request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ domain: Hostname })) },
+  responses: { 200: jsonResponse(ProjectSchema, "The project with its domains"), 409: { description: "The domain belongs to another project, or the project has too many domains" } },
+});
+
+export const domainsRouter = createRouter().openapi(route, async (c) => {
+  const { orgId } = callerOf(c);
+  const { domain } = c.req.valid("json");
+  const shared = c.var.config.sharedDomain.toLowerCase();
+  if (domain === shared || domain.endsWith(`.${shared}`)) {
+    throw badRequest("domain", `Hosts under ${shared} are free routes and cannot be connected`);
+  }
+  const row = await c.var.db.transaction(async (tx) => {
+    // FOR UPDATE: one connect at a time per project, so exactly one domain ends primary.
+    const project = await findProject(tx, orgId, c.req.valid("param").id, "update");
+    const [owner] = await tx.select({ projectId: domains.projectId }).from(domains).where(eq(domains.hostname, domain));
+    if (owner && owner.projectId !== project.id) throw new ApiError("conflict", `${domain} is connected to another project`);
+    if (!owner) {
+      const [existing] = await tx.select({ n: count() }).from(domains).where(eq(domains.projectId, project.id));
+      if (existing!.n >= MAX_DOMAINS) throw new ApiError("conflict", `A project can have at most ${MAX_DOMAINS} domains`);
+      const inserted = await tx
+        .insert(domains)
+        .values({ id: newId("dom"), orgId, projectId: project.id, hostname: domain })
+        .onConflictDoNothing({ target: domains.hostname })
+        .returning({ id: domains.id });
+      // Taken by another project between the check and the insert.
+      if (inserted.length === 0) throw new ApiError("conflict", `${domain} is connected to another project`);
+    }
+    await tx
+      .update(domains)
+      .set({ isPrimary: false })
+      .where(and(eq(domains.projectId, project.id), eq(domains.isPrimary, true), ne(domains.hostname, domain)));
+    await tx.update(domains).set({ isPrimary: true }).where(eq(domains.hostname, domain));
+    return project;
+  });
+  return c.json(await projectView(c.var.db, row, c.var.config), 200);
+});

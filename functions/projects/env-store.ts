@@ -1,0 +1,119 @@
+/**
+ * Env var rows. A secret's value exists only as ciphertext bound to its row
+ * (organization, table, column and `<project>/<environment>/<key>`), so it cannot be
+ * moved to another key, environment or project. Reads never decrypt: secrets read
+ * back as MASK.
+ */
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
+import type { Keyring } from "../../shared/crypto/keyring";
+import { envVars } from "../../shared/db/schema";
+import type { Executor, Tx } from "../../shared/db/types";
+import { badRequest } from "../../shared/http/errors";
+
+/** What a secret value reads as, whatever its length. Sent back as a value, it keeps the stored secret. */
+export const MASK = "••••••••";
+
+type Row = typeof envVars.$inferSelect;
+export interface Scope {
+  orgId: string;
+  projectId: string;
+  environmentId: string;
+}
+export interface Upsert {
+  key: string;
+  value: string;
+  isSecret?: boolean;
+}
+
+export const secretContext = (s: Scope, key: string) => ({
+  orgId: s.orgId,
+  table: "env_vars",
+  column: "value",
+  rowId: `${s.projectId}/${s.environmentId}/${key}`,
+});
+
+export const envView = (r: Pick<Row, "key" | "value" | "isSecret" | "updatedAt">) => ({
+  key: r.key,
+  value: r.isSecret ? MASK : r.value!,
+  isSecret: r.isSecret,
+  updatedAt: r.updatedAt.toISOString(),
+});
+
+const inScope = (s: Scope) => and(eq(envVars.projectId, s.projectId), eq(envVars.environmentId, s.environmentId));
+
+export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: string) {
+  return ex
+    .select()
+    .from(envVars)
+    .where(and(inScope(s), cursor !== undefined ? gt(envVars.key, cursor) : undefined))
+    .orderBy(asc(envVars.key))
+    .limit(limit + 1);
+}
+
+/**
+ * Applies one merge inside the caller's transaction, which must hold the
+ * environment's row lock: merges of one environment then run one at a time, so
+ * what is read here stays true until commit and overlapping merges cannot deadlock.
+ */
+export async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date) {
+  const existing = new Map<string, Row>();
+  if (upserts.length) {
+    const rows = await tx
+      .select()
+      .from(envVars)
+      .where(and(inScope(s), inArray(envVars.key, upserts.map((u) => u.key))));
+    for (const row of rows) existing.set(row.key, row);
+  }
+
+  const rows: Array<typeof envVars.$inferInsert> = [];
+  for (const [i, u] of upserts.entries()) {
+    const prev = existing.get(u.key);
+    // Omitted isSecret keeps the variable's kind; a new variable is plain.
+    const isSecret = u.isSecret ?? prev?.isSecret ?? false;
+    if (u.value === MASK) {
+      if (prev?.isSecret && isSecret) continue; // the GET output sent back: keep the stored secret
+      throw badRequest(
+        `upserts.${i}.value`,
+        prev?.isSecret
+          ? "The masked placeholder cannot turn a secret into a plain variable; send the new value in the clear"
+          : "The masked placeholder stands for a stored secret and cannot be stored as a value",
+      );
+    }
+    rows.push({
+      ...s,
+      key: u.key,
+      isSecret,
+      value: isSecret ? null : u.value,
+      valueCiphertext: isSecret ? await keyring.encrypt(u.value, secretContext(s, u.key)) : null,
+      updatedAt: now,
+    });
+  }
+  if (rows.length) {
+    await tx
+      .insert(envVars)
+      .values(rows)
+      .onConflictDoUpdate({
+        target: [envVars.projectId, envVars.environmentId, envVars.key],
+        set: {
+          value: sql`excluded.value`,
+          valueCiphertext: sql`excluded.value_ciphertext`,
+          isSecret: sql`excluded.is_secret`,
+          updatedAt: sql`excluded.updated_at`,
+        },
+      });
+  }
+  const deleted = deletes.length
+    ? await tx
+        .delete(envVars)
+        .where(and(inScope(s), inArray(envVars.key, deletes)))
+        .returning({ key: envVars.key })
+    : [];
+  const upserted = upserts.length
+    ? await tx
+        .select()
+        .from(envVars)
+        .where(and(inScope(s), inArray(envVars.key, upserts.map((u) => u.key))))
+        .orderBy(asc(envVars.key))
+    : [];
+  return { upserted: upserted.map(envView), deleted: deleted.map((d) => d.key).sort() };
+}

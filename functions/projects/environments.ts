@@ -1,0 +1,84 @@
+/**
+ * Environments: every project has `production` from creation; previews are added
+ * with a name and a branch. Names are unique per project (409 on a repeat).
+ */
+import { z } from "@hono/zod-openapi";
+import { and, asc, eq, gt } from "drizzle-orm";
+import { ENVIRONMENT_KINDS, environments } from "../../shared/db/schema";
+import { ApiError } from "../../shared/http/errors";
+import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { BranchName, ProjectIdParam } from "./schema";
+import { findProject } from "./store";
+
+export const EnvironmentName = z
+  .string()
+  .min(1)
+  .max(32)
+  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, "must be 1-32 lower-case letters, digits and '-', not starting or ending with '-'");
+
+export const EnvironmentSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    kind: z.enum(ENVIRONMENT_KINDS),
+    branch: z.string().nullable().openapi({ description: "Preview branch; null for production (it follows the project's gitBranch)" }),
+    createdAt: z.string(),
+  })
+  .openapi("Environment");
+
+type Row = typeof environments.$inferSelect;
+const view = (e: Row) => ({ id: e.id, name: e.name, kind: e.kind, branch: e.branch, createdAt: e.createdAt.toISOString() });
+
+const list = defineRoute({
+  method: "get",
+  path: "/projects/{id}/environments",
+  tags: ["Projects"],
+  summary: "List the project's environments (production and previews)",
+  description: `Creation order, so production comes first; \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}.`,
+  permission: "project:read",
+  request: { params: ProjectIdParam, query: PageQuery },
+  responses: { 200: jsonResponse(pageOf(EnvironmentSchema, "EnvironmentPage"), "One page of environments") },
+});
+
+const create = defineRoute({
+  method: "post",
+  path: "/projects/{id}/environments",
+  tags: ["Projects"],
+  summary: "Create a preview environment",
+  description: "`name`: 1-32 lower-case letters, digits and `-` (it becomes part of preview hostnames), unique in the project (`production` is taken): a repeat is 409. `branch`: a valid git branch name.",
+  permission: "project:write",
+  request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ name: EnvironmentName, branch: BranchName })) },
+  responses: { 201: jsonResponse(EnvironmentSchema, "The new preview environment"), 409: { description: "The name is taken in this project" } },
+});
+
+export const environmentsRouter = createRouter()
+  .openapi(list, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const project = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
+    const rows = await c.var.db
+      .select()
+      .from(environments)
+      .where(and(eq(environments.projectId, project.id), cursor ? gt(environments.id, cursor) : undefined))
+      .orderBy(asc(environments.id))
+      .limit(limit + 1);
+    const page = toPage(rows, limit, (e) => e.id);
+    return c.json({ items: page.items.map(view), nextCursor: page.nextCursor }, 200);
+  })
+  .openapi(create, async (c) => {
+    const { orgId } = callerOf(c);
+    const { name, branch } = c.req.valid("json");
+    const row = await c.var.db.transaction(async (tx) => {
+      const project = await findProject(tx, orgId, c.req.valid("param").id, "key share");
+      const [row] = await tx
+        .insert(environments)
+        .values({ id: newId("env"), orgId, projectId: project.id, name, kind: "preview", branch })
+        .onConflictDoNothing()
+        .returning();
+      return row;
+    });
+    if (!row) throw new ApiError("conflict", `The project already has an environment named '${name}'`);
+    return c.json(view(row), 201);
+  });

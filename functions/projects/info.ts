@@ -1,0 +1,103 @@
+/** GET /api/projects/:id/info: runtime, build and source details, assembled from what is stored. */
+import { z } from "@hono/zod-openapi";
+import { and, desc, eq } from "drizzle-orm";
+import { DEPLOYMENT_STATUSES, deployments, environments } from "../../shared/db/schema";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { OptionsSchema, optionsView } from "./options";
+import { resourcesView, ResourcesSchema } from "./resources";
+import { FreeRouteSchema, GitProvider, ProjectIdParam, PROJECT_STATUSES, STATUS_DOC } from "./schema";
+import { findProject, freeRoute, projectView } from "./store";
+
+const DeploymentRef = z
+  .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), commitSha: z.string().nullable(), createdAt: z.string(), finishedAt: z.string().nullable() })
+  .openapi("DeploymentRef");
+
+const REPO_HOSTS: Record<string, string> = { github: "github.com", gitlab: "gitlab.com", bitbucket: "bitbucket.org" };
+
+const InfoSchema = z
+  .object({
+    id: z.string(),
+    runtime: z.object({
+      status: z.enum(PROJECT_STATUSES).openapi({ description: STATUS_DOC }),
+      resources: ResourcesSchema,
+      freeRoute: FreeRouteSchema,
+      primaryDomain: z.string().nullable(),
+      runtimeVersion: z.string().nullable(),
+      startCommand: z.string().nullable(),
+      serving: DeploymentRef.nullable().openapi({ description: "The newest ready production deployment" }),
+    }),
+    build: z.object({
+      framework: z.string(),
+      options: OptionsSchema,
+      lastDeployment: DeploymentRef.nullable(),
+    }),
+    source: z.object({
+      kind: z.enum(["git", "upload", "none"]),
+      provider: GitProvider.nullable(),
+      owner: z.string().nullable(),
+      repo: z.string().nullable(),
+      branch: z.string().nullable().openapi({ description: "null: the repository's default branch" }),
+      repositoryUrl: z.string().nullable(),
+      cloneToken: z.object({ hasToken: z.boolean(), setAt: z.string().nullable() }),
+    }),
+  })
+  .openapi("ProjectInfo");
+
+const route = defineRoute({
+  method: "get",
+  path: "/projects/{id}/info",
+  tags: ["Projects"],
+  summary: "Detailed runtime, build and source information",
+  permission: "project:read",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(InfoSchema, "Runtime, build and source details") },
+});
+
+type DeploymentRow = typeof deployments.$inferSelect;
+const ref = (d: DeploymentRow | undefined) =>
+  d
+    ? { id: d.id, status: d.status, commitSha: d.commitSha, createdAt: d.createdAt.toISOString(), finishedAt: d.finishedAt?.toISOString() ?? null }
+    : null;
+
+export const infoRouter = createRouter().openapi(route, async (c) => {
+  const db = c.var.db;
+  const row = await findProject(db, callerOf(c).orgId, c.req.valid("param").id);
+  const view = await projectView(db, row, c.var.config);
+  const [last] = await db.select().from(deployments).where(eq(deployments.projectId, row.id)).orderBy(desc(deployments.id)).limit(1);
+  const [serving] = await db
+    .select({ d: deployments })
+    .from(deployments)
+    .innerJoin(environments, eq(environments.id, deployments.environmentId))
+    .where(and(eq(deployments.projectId, row.id), eq(deployments.status, "ready"), eq(environments.kind, "production")))
+    .orderBy(desc(deployments.id))
+    .limit(1);
+  const options = optionsView(row.options);
+  const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
+  const host = kind === "git" && row.gitProvider ? REPO_HOSTS[row.gitProvider] : undefined;
+  return c.json(
+    {
+      id: row.id,
+      runtime: {
+        status: view.status,
+        resources: resourcesView(row),
+        freeRoute: freeRoute(row, c.var.config),
+        primaryDomain: view.routes.domains.find((d) => d.primary)?.hostname ?? null,
+        runtimeVersion: options.runtimeVersion,
+        startCommand: options.startCommand,
+        serving: ref(serving?.d),
+      },
+      build: { framework: row.framework, options, lastDeployment: ref(last) },
+      source: {
+        kind,
+        provider: row.gitProvider,
+        owner: row.gitOwner,
+        repo: row.gitRepo,
+        branch: row.gitBranch,
+        repositoryUrl: host ? `https://${host}/${row.gitOwner}/${row.gitRepo}` : null,
+        cloneToken: { hasToken: Boolean(row.cloneTokenCiphertext), setAt: row.cloneTokenSetAt?.toISOString() ?? null },
+      },
+    },
+    200,
+  );
+});

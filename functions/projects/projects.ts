@@ -1,0 +1,152 @@
+/**
+ * The project records: list, home feed, create, read, update. Creating records
+ * the project and its production environment; it never deploys (a first build goes
+ * through the deployments API).
+ */
+import { z } from "@hono/zod-openapi";
+import { and, asc, eq, gt } from "drizzle-orm";
+import { environments, projects } from "../../shared/db/schema";
+import type { Db } from "../../shared/db/types";
+import type { AppContext } from "../../shared/http/context";
+import { ApiError } from "../../shared/http/errors";
+import { pageOf, toPage, DEFAULT_LIMIT, MAX_LIMIT, PageQuery } from "../../shared/http/pagination";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdateProjectBody } from "./schema";
+import { slugCandidates } from "./slug";
+import { findProject, mergeOptions, projectNotFound, projectView, projectViews } from "./store";
+
+const TAGS = ["Projects"];
+const ProjectPage = pageOf(ProjectSchema, "ProjectPage");
+const PAGING = `Oldest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; pass \`nextCursor\` as \`cursor\` for the next page.`;
+
+const list = defineRoute({
+  method: "get",
+  path: "/projects",
+  tags: TAGS,
+  summary: "List the organization's projects",
+  description: PAGING,
+  permission: "project:list",
+  request: { query: PageQuery },
+  responses: { 200: jsonResponse(ProjectPage, "One page of projects") },
+});
+
+const home = defineRoute({
+  method: "get",
+  path: "/projects/home",
+  tags: TAGS,
+  summary: "Home feed: the organization's projects",
+  description: `For now the projects of this instance only (each item's \`location\` says where it lives); merging the cloud's projects into a self-hosted instance's feed arrives with the transfer issue. ${PAGING}`,
+  permission: "project:list",
+  request: { query: PageQuery },
+  responses: { 200: jsonResponse(ProjectPage, "One page of the home feed") },
+});
+
+const create = defineRoute({
+  method: "post",
+  path: "/projects",
+  tags: TAGS,
+  summary: "Create a project (records it; does not deploy)",
+  description: `Only \`name\` is required. Defaults: framework \`auto\` (detected at build time), no source, default resources, a \`production\` environment, the free route \`<slug>.<shared domain>\` reserved but \`pending\` until synced. The slug is derived from the name (lower-case letters, digits and \`-\`, at most 40 characters, \`project\` when empty), unique across the deployment (a random 6-character suffix is added when taken) and never changes. ${STATUS_DOC}`,
+  permission: "project:write",
+  request: { body: jsonRequest(CreateProjectBody) },
+  responses: { 201: jsonResponse(ProjectSchema, "The new project (status `created`)") },
+});
+
+const get = defineRoute({
+  method: "get",
+  path: "/projects/{id}",
+  tags: TAGS,
+  summary: "A project: configuration, source, routes, status",
+  description: STATUS_DOC,
+  permission: "project:read",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(ProjectSchema, "The project") },
+});
+
+const update = defineRoute({
+  method: "patch",
+  path: "/projects/{id}",
+  tags: TAGS,
+  summary: "Update a project's configuration (any subset of the create body)",
+  description:
+    "Send only the fields to change; `null` clears an optional field (`framework` goes back to detection with `auto`). Each field is written by one statement touching only that field, so concurrent updates of different fields lose nothing. The slug and the free route do not follow a rename.",
+  permission: "project:write",
+  request: { params: ProjectIdParam, body: jsonRequest(UpdateProjectBody) },
+  responses: { 200: jsonResponse(ProjectSchema, "The updated project") },
+});
+
+async function page(c: AppContext, query: { limit: number; cursor?: string }) {
+  const { orgId } = callerOf(c);
+  const rows = await c.var.db
+    .select()
+    .from(projects)
+    .where(and(eq(projects.orgId, orgId), query.cursor ? gt(projects.id, query.cursor) : undefined))
+    .orderBy(asc(projects.id))
+    .limit(query.limit + 1);
+  const { items, nextCursor } = toPage(rows, query.limit, (p) => p.id);
+  return { items: await projectViews(c.var.db, items, c.var.config), nextCursor };
+}
+
+async function insertProject(db: Db, orgId: string, body: z.infer<typeof CreateProjectBody>) {
+  const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
+  return db.transaction(async (tx) => {
+    // The slug is unique across the deployment: try the base, then random suffixes.
+    for (const slug of slugCandidates(body.name)) {
+      const [row] = await tx
+        .insert(projects)
+        .values({
+          id: newId("prj"),
+          orgId,
+          name: body.name,
+          slug,
+          framework: body.framework ?? "auto",
+          gitProvider,
+          gitOwner: body.gitOwner ?? null,
+          gitRepo: body.gitRepo ?? null,
+          gitBranch: body.gitBranch ?? null,
+          options: body.buildCommand ? { buildCommand: body.buildCommand } : {},
+        })
+        .onConflictDoNothing({ target: projects.slug })
+        .returning();
+      if (!row) continue;
+      await tx.insert(environments).values({ id: newId("env"), orgId, projectId: row.id, name: "production", kind: "production" });
+      return row;
+    }
+    throw new ApiError("conflict", "Could not allocate a free-route slug for this name; retry or choose another name");
+  });
+}
+
+export const projectsCrudRouter = createRouter()
+  .openapi(list, async (c) => c.json(await page(c, c.req.valid("query")), 200))
+  .openapi(home, async (c) => c.json(await page(c, c.req.valid("query")), 200))
+  .openapi(create, async (c) => {
+    const row = await insertProject(c.var.db, callerOf(c).orgId, c.req.valid("json"));
+    return c.json(await projectView(c.var.db, row, c.var.config), 201);
+  })
+  .openapi(get, async (c) => {
+    const row = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
+    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+  })
+  .openapi(update, async (c) => {
+    const { id } = c.req.valid("param");
+    const { orgId } = callerOf(c);
+    const { buildCommand, ...fields } = c.req.valid("json");
+    const set: Partial<typeof projects.$inferInsert> = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+    if (buildCommand !== undefined) {
+      set.options = mergeOptions(buildCommand === null ? {} : { buildCommand }, buildCommand === null ? ["buildCommand"] : []) as never;
+    }
+    let row;
+    if (Object.keys(set).length === 0) {
+      row = await findProject(c.var.db, orgId, id);
+    } else {
+      [row] = await c.var.db
+        .update(projects)
+        .set({ ...set, updatedAt: c.var.clock() })
+        .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
+        .returning();
+      if (!row) throw projectNotFound();
+    }
+    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+  });

@@ -1,0 +1,124 @@
+/** Wire shapes shared by the Projects routes (the spec's "Project" and its read form). */
+import { z } from "@hono/zod-openapi";
+import { pathId } from "../../shared/http/params";
+import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES } from "../../shared/db/schema";
+
+export const PROJECT_STATUSES = ["created", "live", "disabled"] as const;
+
+export const STATUS_DOC =
+  "Project status: `created` (recorded, no deployment has gone live yet; deploys allowed), `live` (a deployment is ready and serving), `disabled` (deploys paused, every route offline). Disable and enable only toggle `disabled`; `created` versus `live` follows the deployment history.";
+
+export const ProjectIdParam = z.object({
+  id: pathId("id", "Project id (`prj_…`)"),
+});
+
+/** No control characters and no lone surrogates (stored, they would silently become U+FFFD). */
+export const noControl = /^[^\p{Cc}\p{Cs}]*$/u;
+
+export const ProjectName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(noControl, "must not contain control characters")
+  .openapi({ description: "1-100 characters; the free route's slug is derived from it at creation" });
+
+/** A shell command line: one line, 1-1024 characters. */
+export const Command = z.string().trim().min(1).max(1024).regex(noControl, "must be a single line without control characters");
+
+const GitName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^(?!\.{1,2}$)[A-Za-z0-9._-]+$/, "may contain only letters, digits, '.', '_' and '-'");
+
+/** `git check-ref-format --branch`, the parts a branch name can break. */
+export function isValidBranch(name: string): boolean {
+  if (name.length === 0 || name.length > 255) return false;
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
+  if (name.includes("..") || name.includes("@{") || name.includes("//") || name === "@") return false;
+  if (name.startsWith("/") || name.endsWith("/") || name.startsWith("-") || name.endsWith(".") || name.endsWith(".lock")) return false;
+  return name.split("/").every((part) => part.length > 0 && !part.startsWith("."));
+}
+
+export const BranchName = z.string().min(1).max(255).refine(isValidBranch, "must be a valid git branch name");
+
+export const Framework = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/, "may contain only letters, digits, '.', '_', '+' and '-'")
+  .openapi({ description: "Framework id, e.g. `nextjs`; `auto` (the default) detects it at build time" });
+
+export const GitProvider = z.enum(GIT_PROVIDERS).openapi({ description: "`upload` marks a folder-upload project" });
+
+/** The create body: only `name` is required. */
+export const CreateProjectBody = z
+  .strictObject({
+    name: ProjectName,
+    gitOwner: GitName.optional(),
+    gitRepo: GitName.optional(),
+    gitBranch: BranchName.optional().openapi({ description: "Deploy branch; omitted: the repository's default branch" }),
+    framework: Framework.optional(),
+    buildCommand: Command.optional(),
+    gitProvider: GitProvider.optional().openapi({ description: "Defaults to `github` when gitOwner and gitRepo are given, else none" }),
+  })
+  .openapi("CreateProject");
+
+/** PATCH body: any subset of the create body; null clears an optional field. */
+export const UpdateProjectBody = z
+  .strictObject({
+    name: ProjectName.optional(),
+    gitOwner: GitName.nullable().optional(),
+    gitRepo: GitName.nullable().optional(),
+    gitBranch: BranchName.nullable().optional(),
+    framework: Framework.optional(),
+    buildCommand: Command.nullable().optional(),
+    gitProvider: GitProvider.nullable().optional(),
+  })
+  .openapi("UpdateProject");
+
+export const DomainSchema = z
+  .object({ hostname: z.string(), primary: z.boolean(), createdAt: z.string() })
+  .openapi("ProjectDomain");
+
+export const FreeRouteSchema = z
+  .object({
+    hostname: z.string().openapi({ description: "`<slug>.<shared domain>`" }),
+    state: z.enum(ROUTING_STATES).openapi({
+      description:
+        "`pending`: not synced yet, or synced under a shared domain that has since changed (retry re-syncs); `synced`: the route serves the project; `offline`: withdrawn while the project is disabled",
+    }),
+    lastAttemptAt: z.string().nullable(),
+    syncedAt: z.string().nullable(),
+  })
+  .openapi("FreeRoute");
+
+export const DeploymentSummary = z
+  .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), createdAt: z.string() })
+  .openapi("DeploymentSummary");
+
+export const ProjectSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string().openapi({ description: "Label of the free route, fixed at creation and unique across the deployment" }),
+    status: z.enum(PROJECT_STATUSES).openapi({ description: STATUS_DOC }),
+    disabledAt: z.string().nullable(),
+    framework: z.string(),
+    buildCommand: z.string().nullable(),
+    gitProvider: GitProvider.nullable(),
+    gitOwner: z.string().nullable(),
+    gitRepo: z.string().nullable(),
+    gitBranch: z.string().nullable(),
+    routes: z.object({ free: FreeRouteSchema, domains: z.array(DomainSchema) }),
+    latestDeployment: DeploymentSummary.nullable(),
+    location: z.enum(["cloud", "self-hosted"]).openapi({ description: "Where the project lives (this instance's mode)" }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Project");
+
+export type ProjectView = z.infer<typeof ProjectSchema>;

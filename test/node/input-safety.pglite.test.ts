@@ -1,0 +1,5 @@
+import { useHarness } from "../support/harness";
+import { pgliteHarness } from "../support/node-harness";
+import { inputSafetySuite } from "../suites/input-safety.suite";
+
+inputSafetySuite(useHarness(pgliteHarness));
