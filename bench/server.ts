@@ -16,12 +16,14 @@
  * `--cpu-prof` write its profile).
  */
 import { serve, type ServerType } from "@hono/node-server";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { createApp } from "../functions/app";
+import { AuthCache } from "../shared/auth/auth-cache";
+import { listenPostgres } from "../shared/auth/auth-cache-listener";
 import { createKeyring, generateKeySpec } from "../shared/crypto/keyring";
 import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
 import { workspaceSettings } from "../shared/db/schema";
@@ -99,19 +101,37 @@ async function main() {
   // As functions/self-hosted/start.ts builds it (sharedDomain: SHARED_DOMAIN's default; a
   // variable, not a literal, so this compiles whether or not ServiceConfig has that field yet).
   const config = { mode: "self-hosted" as const, sharedDomain: process.env.SHARED_DOMAIN || "localhost" };
-  const services: RequestServices = { db: realDb.db, keyring, config };
+  // As the self-hosted adapter runs it: token lookups cached, fed by LISTEN.
+  const authCache = new AuthCache();
+  const feed = await listenPostgres(url, authCache);
+  databases.push({ close: () => feed.stop() } as PostgresDatabase);
+  const services: RequestServices = { db: realDb.db, keyring, config, authCache };
   const app = createApp({ services: () => services, logger: silentLogger });
 
-  // (b) a bare Hono app: one comparable select on a pool of the same size.
+  // (b) a bare Hono app: the same settings select through the same data layer
+  // (drizzle, a named prepared statement, a pool of the same size), with no
+  // authentication, validation, logging or error handling around it. BENCH_BARE=pg
+  // swaps in raw node-postgres instead, the floor of what one query can cost.
   const bareDb = await openPostgres(url, { migrate: false, max });
   databases.push(bareDb);
   const bareStats = instrument(bareDb.pool);
   const bare = new Hono();
+  const statement = bareDb.db
+    .select()
+    .from(workspaceSettings)
+    .where(and(eq(workspaceSettings.orgId, sql.placeholder("orgId")), eq(workspaceSettings.userId, sql.placeholder("userId"))))
+    .prepare("bare_settings");
+  const rawPg = process.env.BENCH_BARE === "pg";
   bare.get("/bare", async (c) => {
-    const [row] = await bareDb.db
-      .select()
-      .from(workspaceSettings)
-      .where(and(eq(workspaceSettings.orgId, owner.orgId), eq(workspaceSettings.userId, owner.userId)));
+    if (rawPg) {
+      const { rows } = await bareDb.pool.query({
+        name: "bare_settings_pg",
+        text: "select * from workspace_settings where org_id = $1 and user_id = $2",
+        values: [owner.orgId, owner.userId],
+      });
+      return c.json(rows[0] ? { orgId: rows[0].org_id, buildMode: rows[0].build_mode } : null);
+    }
+    const [row] = await statement.execute({ orgId: owner.orgId, userId: owner.userId });
     return c.json(row ?? null);
   });
 

@@ -30,7 +30,7 @@ export interface AppDeps {
 const PROBLEM_TYPE = "application/problem+json";
 
 function problemResponse(c: Context<AppEnv>, error: ApiError): Response {
-  return c.body(JSON.stringify(error.toProblem(c.var.requestId)), error.status as 400, { "content-type": PROBLEM_TYPE });
+  return c.body(JSON.stringify(error.toProblem(c.get("requestId"))), error.status as 400, { "content-type": PROBLEM_TYPE });
 }
 
 /** Hono's own errors (e.g. a body the runtime cannot read) keep their status as a problem. */
@@ -52,7 +52,7 @@ export function createApp(deps: AppDeps) {
     c.set("requestId", newId("req"));
     c.set("clock", clock);
     c.set("logger", logger);
-    c.header("x-request-id", c.var.requestId);
+    c.header("x-request-id", c.get("requestId"));
     const services = await deps.services(c);
     c.set("db", services.db);
     c.set("keyring", services.keyring);
@@ -60,13 +60,14 @@ export function createApp(deps: AppDeps) {
     c.set("outbound", services.outbound ?? defaultOutbound);
     c.set("mailer", services.mailer);
     c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
+    c.set("authCache", services.authCache);
     try {
       await next();
     } finally {
       if (services.release) await services.release();
       // Path only: query strings may carry tokens. No headers, no bodies.
       logger.info("request", {
-        requestId: c.var.requestId,
+        requestId: c.get("requestId"),
         method: c.req.method,
         path: c.req.path,
         status: c.res.status,
@@ -79,7 +80,7 @@ export function createApp(deps: AppDeps) {
     if (err instanceof ApiError) return problemResponse(c, err);
     if (err instanceof HTTPException) return problemResponse(c, fromHttpException(err));
     logger.error("unhandled error", {
-      requestId: c.var.requestId,
+      requestId: c.get("requestId"),
       error: err instanceof Error ? err.message : String(err),
       stack: err instanceof Error ? err.stack : undefined,
     });

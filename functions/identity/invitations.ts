@@ -61,9 +61,9 @@ export const invitationsRouter = createRouter()
     const caller = callerOf(c);
     if (role === "owner" && caller.role !== "owner") throw new ApiError("forbidden", "Only an owner can invite an owner");
     const code = `wsi_${toBase64Url(randomBytes(16))}`;
-    const expiresAt = new Date(c.var.clock().getTime() + INVITATION_TTL_MS);
+    const expiresAt = new Date(c.get("clock")().getTime() + INVITATION_TTL_MS);
     const id = newId("inv");
-    await c.var.db.insert(invitations).values({
+    await c.get("db").insert(invitations).values({
       id,
       orgId,
       email,
@@ -76,10 +76,10 @@ export const invitationsRouter = createRouter()
   })
   .openapi(accept, async (c) => {
     const { code, name } = c.req.valid("json");
-    const caller = c.var.caller;
-    const now = c.var.clock();
+    const caller = c.get("caller");
+    const now = c.get("clock")();
     const codeHash = await hashToken(code);
-    const result = await c.var.db.transaction(async (tx) => {
+    const result = await c.get("db").transaction(async (tx) => {
       const [invitation] = await tx
         .update(invitations)
         .set({ acceptedAt: now })

@@ -28,7 +28,7 @@ const route = defineRoute({
 
 export const meRouter = createRouter().openapi(route, async (c) => {
   const caller = callerOf(c);
-  const db = c.var.db;
+  const db = c.get("db");
   const [user] = await db.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.id, caller.userId));
   const orgs = await db
     .select({ id: organizations.id, name: organizations.name, role: memberships.role })

@@ -92,7 +92,7 @@ export const membersRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = c.req.valid("param");
     const { limit, cursor } = c.req.valid("query");
-    const rows = await c.var.db
+    const rows = await c.get("db")
       .select(memberColumns)
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
@@ -106,7 +106,7 @@ export const membersRouter = createRouter()
     const { orgId, userId } = c.req.valid("param");
     const { role } = c.req.valid("json");
     const caller = callerOf(c);
-    const member = await c.var.db.transaction(async (tx) => {
+    const member = await c.get("db").transaction(async (tx) => {
       await checkChange(tx, orgId, caller.userId, userId, role);
       await tx.update(memberships).set({ role }).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
       const [row] = await tx
@@ -116,12 +116,13 @@ export const membersRouter = createRouter()
         .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
       return row!;
     });
+    c.get("authCache")?.invalidate(userId);
     return c.json(view(member), 200);
   })
   .openapi(remove, async (c) => {
     const { orgId, userId } = c.req.valid("param");
     const caller = callerOf(c);
-    await c.var.db.transaction(async (tx) => {
+    await c.get("db").transaction(async (tx) => {
       await checkChange(tx, orgId, caller.userId, userId, null);
       await tx.delete(memberships).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
       // The removed user's default moves to another organization they belong to, if any.
@@ -135,5 +136,6 @@ export const membersRouter = createRouter()
         .set({ defaultOrgId: other?.orgId ?? null })
         .where(and(eq(users.id, userId), eq(users.defaultOrgId, orgId)));
     });
+    c.get("authCache")?.invalidate(userId);
     return c.body(null, 204);
   });

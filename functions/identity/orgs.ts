@@ -18,6 +18,6 @@ const route = defineRoute({
 export const orgsRouter = createRouter().openapi(route, async (c) => {
   const { name } = c.req.valid("json");
   const caller = callerOf(c);
-  const org = await c.var.db.transaction((tx) => createOrganization(tx, name, caller.userId));
+  const org = await c.get("db").transaction((tx) => createOrganization(tx, name, caller.userId));
   return c.json({ id: org.id, name: org.name, role: "owner" as const }, 201);
 });

@@ -73,14 +73,14 @@ export const tokensRouter = createRouter()
       if (beyond) throw badRequest("scopes", `scope '${beyond}' is beyond your permissions in the active organization`, caller.tags);
     }
     const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
-    if (expiresAt && expiresAt <= c.var.clock()) throw badRequest("expiresAt", "expiresAt must be in the future");
-    const { row, token } = await issueToken(c.var.db, { userId: caller.userId, name: body.name, scopes, expiresAt });
+    if (expiresAt && expiresAt <= c.get("clock")()) throw badRequest("expiresAt", "expiresAt must be in the future");
+    const { row, token } = await issueToken(c.get("db"), { userId: caller.userId, name: body.name, scopes, expiresAt });
     return c.json({ ...view(row), token }, 201);
   })
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const caller = callerOf(c);
-    const rows = await c.var.db
+    const rows = await c.get("db")
       .select()
       .from(apiTokens)
       .where(
@@ -99,11 +99,12 @@ export const tokensRouter = createRouter()
   .openapi(revoke, async (c) => {
     const { id } = c.req.valid("param");
     const caller = callerOf(c);
-    const revoked = await c.var.db
+    const revoked = await c.get("db")
       .update(apiTokens)
-      .set({ revokedAt: c.var.clock() })
+      .set({ revokedAt: c.get("clock")() })
       .where(and(eq(apiTokens.id, id), eq(apiTokens.userId, caller.userId), eq(apiTokens.kind, "personal"), isNull(apiTokens.revokedAt)))
       .returning({ id: apiTokens.id });
     if (revoked.length === 0) throw notFound("Token");
+    c.get("authCache")?.invalidate(caller.userId);
     return c.body(null, 204);
   });

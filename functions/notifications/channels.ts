@@ -80,27 +80,27 @@ const test = defineRoute({
 export const channelsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = toPage(await listChannels(c.var.db, owner(c), limit, cursor), limit, (r) => r.id);
+    const page = toPage(await listChannels(c.get("db"), owner(c), limit, cursor), limit, (r) => r.id);
     return c.json({ items: page.items.map(channelView), nextCursor: page.nextCursor }, 200);
   })
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const { row, generatedSecret } = await createChannel(c.var.db, c.var.keyring, owner(c), body, c.var.clock());
+    const { row, generatedSecret } = await createChannel(c.get("db"), c.get("keyring"), owner(c), body, c.get("clock")());
     return c.json({ ...channelView(row), ...(generatedSecret ? { signingSecret: generatedSecret } : {}) }, 201);
   })
   .openapi(patch, async (c) => {
-    const row = await updateChannel(c.var.db, c.var.keyring, owner(c), c.req.valid("param").id, c.req.valid("json"), c.var.clock());
+    const row = await updateChannel(c.get("db"), c.get("keyring"), owner(c), c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
     return c.json(channelView(row), 200);
   })
   .openapi(remove, async (c) => {
-    await deleteChannel(c.var.db, owner(c), c.req.valid("param").id);
+    await deleteChannel(c.get("db"), owner(c), c.req.valid("param").id);
     return c.body(null, 204);
   })
   .openapi(test, async (c) => {
     const o = owner(c);
     const { id } = c.req.valid("param");
-    let channel = await getChannel(c.var.db, o, id);
-    const now = c.var.clock();
+    let channel = await getChannel(c.get("db"), o, id);
+    const now = c.get("clock")();
     const event = {
       id: newId("nevt", now.getTime()),
       orgId: o.orgId,
@@ -115,9 +115,9 @@ export const channelsRouter = createRouter()
     const started = Date.now();
     const result =
       channel.kind === "in_app"
-        ? await recordTestEntry(c.var.db, o, event).then(() => ({ ok: true as const, status: 200 }))
-        : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.var.keyring, { outbound: c.var.outbound, mailer: c.var.mailer });
-    if (result.ok && !channel.verified) channel = (await markVerified(c.var.db, o, channel, c.var.clock())) ?? (await getChannel(c.var.db, o, id));
+        ? await recordTestEntry(c.get("db"), o, event).then(() => ({ ok: true as const, status: 200 }))
+        : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.get("keyring"), { outbound: c.get("outbound"), mailer: c.get("mailer") });
+    if (result.ok && !channel.verified) channel = (await markVerified(c.get("db"), o, channel, c.get("clock")())) ?? (await getChannel(c.get("db"), o, id));
     return c.json(
       {
         delivered: result.ok,

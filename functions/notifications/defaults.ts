@@ -27,8 +27,8 @@ const put = defineRoute({
 });
 
 export const defaultsRouter = createRouter()
-  .openapi(list, async (c) => c.json({ items: await listDefaults(c.var.db, callerOf(c).orgId) }, 200))
+  .openapi(list, async (c) => c.json({ items: await listDefaults(c.get("db"), callerOf(c).orgId) }, 200))
   .openapi(put, async (c) => {
     const { category, defaultEnabled } = c.req.valid("json");
-    return c.json(await putDefault(c.var.db, callerOf(c).orgId, category, defaultEnabled, c.var.clock()), 200);
+    return c.json(await putDefault(c.get("db"), callerOf(c).orgId, category, defaultEnabled, c.get("clock")()), 200);
   });

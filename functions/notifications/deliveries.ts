@@ -57,9 +57,9 @@ const seen = defineRoute({
 export const deliveriesRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor, unseen } = c.req.valid("query");
-    return c.json(await listDeliveries(c.var.db, owner(c), { limit, cursor, unseen: unseen === undefined ? undefined : unseen === "true" }), 200);
+    return c.json(await listDeliveries(c.get("db"), owner(c), { limit, cursor, unseen: unseen === undefined ? undefined : unseen === "true" }), 200);
   })
   // Registered before `{id}` so "unseen-count" is not taken for an id.
-  .openapi(count, async (c) => c.json({ count: await unseenCount(c.var.db, owner(c)) }, 200))
-  .openapi(get, async (c) => c.json(await getDelivery(c.var.db, owner(c), c.req.valid("param").id), 200))
-  .openapi(seen, async (c) => c.json(await markSeen(c.var.db, owner(c), c.req.valid("param").id, c.var.clock()), 200));
+  .openapi(count, async (c) => c.json({ count: await unseenCount(c.get("db"), owner(c)) }, 200))
+  .openapi(get, async (c) => c.json(await getDelivery(c.get("db"), owner(c), c.req.valid("param").id), 200))
+  .openapi(seen, async (c) => c.json(await markSeen(c.get("db"), owner(c), c.req.valid("param").id, c.get("clock")()), 200));

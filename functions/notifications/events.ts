@@ -25,7 +25,7 @@ export const eventsRouter = createRouter().openapi(route, async (c) => {
     throw badRequest("data", `data must be at most ${MAX_DATA_BYTES / 1024} KB as JSON`);
   }
   const caller = callerOf(c);
-  const result = await emitNotificationEvent(c.var.db, { ...body, orgId: caller.orgId, createdBy: caller.userId }, c.var.clock());
-  if (result.sends > 0) c.var.wakeDeliveries();
+  const result = await emitNotificationEvent(c.get("db"), { ...body, orgId: caller.orgId, createdBy: caller.userId }, c.get("clock")());
+  if (result.sends > 0) c.get("wakeDeliveries")();
   return c.json(result, 202);
 });

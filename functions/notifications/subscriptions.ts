@@ -48,11 +48,11 @@ const remove = defineRoute({
 export const subscriptionsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = toPage(await listSubscriptions(c.var.db, owner(c), limit, cursor), limit, (r) => r.id);
+    const page = toPage(await listSubscriptions(c.get("db"), owner(c), limit, cursor), limit, (r) => r.id);
     return c.json({ items: page.items.map(subscriptionView), nextCursor: page.nextCursor }, 200);
   })
-  .openapi(put, async (c) => c.json(subscriptionView(await putSubscription(c.var.db, owner(c), c.req.valid("json"), c.var.clock())), 200))
+  .openapi(put, async (c) => c.json(subscriptionView(await putSubscription(c.get("db"), owner(c), c.req.valid("json"), c.get("clock")())), 200))
   .openapi(remove, async (c) => {
-    await deleteSubscription(c.var.db, owner(c), c.req.valid("param").id);
+    await deleteSubscription(c.get("db"), owner(c), c.req.valid("param").id);
     return c.body(null, 204);
   });

@@ -50,16 +50,16 @@ const write = defineRoute({
 });
 
 export const cloneTokenRouter = createRouter()
-  .openapi(read, async (c) => c.json(view(await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id)), 200))
+  .openapi(read, async (c) => c.json(view(await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id)), 200))
   .openapi(write, async (c) => {
     const { orgId } = callerOf(c);
     const { id } = c.req.valid("param");
     const { token } = c.req.valid("json");
-    const now = c.var.clock();
+    const now = c.get("clock")();
     // Only the caller's own project is ever encrypted for: the ciphertext is bound to (org, id).
-    const project = await findProject(c.var.db, orgId, id);
-    const ciphertext = token === null ? null : await c.var.keyring.encrypt(token, cloneTokenContext(project));
-    const [row] = await c.var.db
+    const project = await findProject(c.get("db"), orgId, id);
+    const ciphertext = token === null ? null : await c.get("keyring").encrypt(token, cloneTokenContext(project));
+    const [row] = await c.get("db")
       .update(projects)
       .set({ cloneTokenCiphertext: ciphertext, cloneTokenSetAt: ciphertext ? now : null, updatedAt: now })
       .where(and(eq(projects.id, project.id), eq(projects.orgId, orgId)))

@@ -71,13 +71,13 @@ async function counts(ex: Executor, project: ProjectRow): Promise<z.infer<typeof
 
 export const deletionRouter = createRouter()
   .openapi(preview, async (c) => {
-    const project = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
-    return c.json({ projectId: project.id, removes: await counts(c.var.db, project) }, 200);
+    const project = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
+    return c.json({ projectId: project.id, removes: await counts(c.get("db"), project) }, 200);
   })
   .openapi(remove, async (c) => {
     const { orgId } = callerOf(c);
     const { id } = c.req.valid("param");
-    const removed = await c.var.db.transaction(async (tx) => {
+    const removed = await c.get("db").transaction(async (tx) => {
       // FOR UPDATE waits for writers holding KEY SHARE (env, environments, domains, sessions) and blocks new ones.
       const project = await findProject(tx, orgId, id, "update");
       const removes = await counts(tx, project);
@@ -86,5 +86,7 @@ export const deletionRouter = createRouter()
       await tx.delete(projects).where(eq(projects.id, project.id));
       return removes;
     });
+    // Its deployment-session tokens are gone: forget cached lookups at once (rare, so all of them).
+    c.get("authCache")?.invalidate();
     return c.json({ projectId: id, removes: removed }, 200);
   });

@@ -69,10 +69,10 @@ export const deploymentsRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = callerOf(c);
     const { limit, cursor, environment } = c.req.valid("query");
-    const project = await findProject(c.var.db, orgId, c.req.valid("param").id);
-    const env = environment === undefined ? undefined : await findEnvironment(c.var.db, project.id, environment);
+    const project = await findProject(c.get("db"), orgId, c.req.valid("param").id);
+    const env = environment === undefined ? undefined : await findEnvironment(c.get("db"), project.id, environment);
     if (environment !== undefined && !env) return c.json({ items: [], nextCursor: null }, 200);
-    const rows = await c.var.db
+    const rows = await c.get("db")
       .select({ d: deployments, environment: environments.name })
       .from(deployments)
       .innerJoin(environments, eq(environments.id, deployments.environmentId))
@@ -105,10 +105,10 @@ export const deploymentsRouter = createRouter()
   .openapi(session, async (c) => {
     const caller = callerOf(c);
     const token = generateToken(SESSION_TOKEN_PREFIX);
-    const expiresAt = new Date(c.var.clock().getTime() + SESSION_TTL_MS);
+    const expiresAt = new Date(c.get("clock")().getTime() + SESSION_TTL_MS);
     const scopes = SESSION_TAGS.filter((t) => caller.tags.includes(t));
     const tokenHash = await hashToken(token);
-    const projectId = await c.var.db.transaction(async (tx) => {
+    const projectId = await c.get("db").transaction(async (tx) => {
       const project = await findProject(tx, caller.orgId, c.req.valid("param").id, "key share");
       await tx.insert(apiTokens).values({
         id: newId("tok"),

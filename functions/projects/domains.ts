@@ -48,11 +48,11 @@ const route = defineRoute({
 export const domainsRouter = createRouter().openapi(route, async (c) => {
   const { orgId } = callerOf(c);
   const { domain } = c.req.valid("json");
-  const shared = c.var.config.sharedDomain.toLowerCase();
+  const shared = c.get("config").sharedDomain.toLowerCase();
   if (domain === shared || domain.endsWith(`.${shared}`)) {
     throw badRequest("domain", `Hosts under ${shared} are free routes and cannot be connected`);
   }
-  const row = await c.var.db.transaction(async (tx) => {
+  const row = await c.get("db").transaction(async (tx) => {
     // FOR UPDATE: one connect at a time per project, so exactly one domain ends primary.
     const project = await findProject(tx, orgId, c.req.valid("param").id, "update");
     const [owner] = await tx.select({ projectId: domains.projectId }).from(domains).where(eq(domains.hostname, domain));
@@ -75,5 +75,5 @@ export const domainsRouter = createRouter().openapi(route, async (c) => {
     await tx.update(domains).set({ isPrimary: true }).where(eq(domains.hostname, domain));
     return project;
   });
-  return c.json(await projectView(c.var.db, row, c.var.config), 200);
+  return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
 });

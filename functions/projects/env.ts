@@ -100,9 +100,9 @@ export const envRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = callerOf(c);
     const { limit, cursor, environment = "production" } = c.req.valid("query");
-    const project = await findProject(c.var.db, orgId, c.req.valid("param").id);
-    const env = await environmentOf(c.var.db, project.id, environment);
-    const rows = await listEnv(c.var.db, { orgId, projectId: project.id, environmentId: env.id }, limit, cursor);
+    const project = await findProject(c.get("db"), orgId, c.req.valid("param").id);
+    const env = await environmentOf(c.get("db"), project.id, environment);
+    const rows = await listEnv(c.get("db"), { orgId, projectId: project.id, environmentId: env.id }, limit, cursor);
     const page = toPage(rows, limit, (r) => r.key);
     return c.json({ environment, items: page.items.map(envView), nextCursor: page.nextCursor }, 200);
   })
@@ -117,12 +117,12 @@ export const envRouter = createRouter()
     for (const [j, key] of deletes.entries()) {
       if (seen.has(key)) throw badRequest(`deletes.${j}`, `'${key}' is in both upserts and deletes`);
     }
-    const result = await c.var.db.transaction(async (tx) => {
+    const result = await c.get("db").transaction(async (tx) => {
       // KEY SHARE: a concurrent DELETE of the project waits for this merge (or this merge sees 404).
       const project = await findProject(tx, orgId, c.req.valid("param").id, "key share");
       // Merges of one environment take turns (row locks alone cannot cover keys that do not exist yet).
       const env = await environmentOf(tx, project.id, environment, "no key update");
-      return mergeEnv(tx, c.var.keyring, { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, c.var.clock());
+      return mergeEnv(tx, c.get("keyring"), { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, c.get("clock")());
     });
     return c.json({ environment, ...result }, 200);
   });

@@ -57,8 +57,8 @@ const create = defineRoute({
 export const environmentsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const project = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
-    const rows = await c.var.db
+    const project = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
+    const rows = await c.get("db")
       .select()
       .from(environments)
       .where(and(eq(environments.projectId, project.id), cursor ? gt(environments.id, cursor) : undefined))
@@ -70,7 +70,7 @@ export const environmentsRouter = createRouter()
   .openapi(create, async (c) => {
     const { orgId } = callerOf(c);
     const { name, branch } = c.req.valid("json");
-    const row = await c.var.db.transaction(async (tx) => {
+    const row = await c.get("db").transaction(async (tx) => {
       const project = await findProject(tx, orgId, c.req.valid("param").id, "key share");
       const [row] = await tx
         .insert(environments)

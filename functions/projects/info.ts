@@ -61,9 +61,9 @@ const ref = (d: DeploymentRow | undefined) =>
     : null;
 
 export const infoRouter = createRouter().openapi(route, async (c) => {
-  const db = c.var.db;
+  const db = c.get("db");
   const row = await findProject(db, callerOf(c).orgId, c.req.valid("param").id);
-  const view = await projectView(db, row, c.var.config);
+  const view = await projectView(db, row, c.get("config"));
   const [last] = await db.select().from(deployments).where(eq(deployments.projectId, row.id)).orderBy(desc(deployments.id)).limit(1);
   const [serving] = await db
     .select({ d: deployments })
@@ -81,7 +81,7 @@ export const infoRouter = createRouter().openapi(route, async (c) => {
       runtime: {
         status: view.status,
         resources: resourcesView(row),
-        freeRoute: freeRoute(row, c.var.config),
+        freeRoute: freeRoute(row, c.get("config")),
         primaryDomain: view.routes.domains.find((d) => d.primary)?.hostname ?? null,
         runtimeVersion: options.runtimeVersion,
         startCommand: options.startCommand,

@@ -53,7 +53,7 @@ const retry = action(
 /** The columns a successful sync of the free route writes. */
 const syncFreeRoute = (slug: string, c: AppContext, now: Date) => ({
   routingState: "synced" as const,
-  routingHost: freeHostname(slug, c.var.config),
+  routingHost: freeHostname(slug, c.get("config")),
   routingLastAttemptAt: now,
   routingSyncedAt: now,
 });
@@ -61,36 +61,36 @@ const syncFreeRoute = (slug: string, c: AppContext, now: Date) => ({
 /** Runs a conditional UPDATE; when it matches nothing, the project as it is (or 404). */
 async function transition(c: AppContext, id: string, run: (orgId: string, row: ProjectRow, now: Date) => Promise<ProjectRow | undefined>) {
   const { orgId } = callerOf(c);
-  const current = await findProject(c.var.db, orgId, id);
-  return (await run(orgId, current, c.var.clock())) ?? (await findProject(c.var.db, orgId, id));
+  const current = await findProject(c.get("db"), orgId, id);
+  return (await run(orgId, current, c.get("clock")())) ?? (await findProject(c.get("db"), orgId, id));
 }
 
 export const lifecycleRouter = createRouter()
   .openapi(enable, async (c) => {
     const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.var.db
+      const [row] = await c.get("db")
         .update(projects)
         .set({ disabledAt: null, updatedAt: now, ...syncFreeRoute(current.slug, c, now) })
         .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNotNull(projects.disabledAt)))
         .returning();
       return row;
     });
-    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+    return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(disable, async (c) => {
     const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.var.db
+      const [row] = await c.get("db")
         .update(projects)
         .set({ disabledAt: now, updatedAt: now, routingState: "offline", routingLastAttemptAt: now })
         .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNull(projects.disabledAt)))
         .returning();
       return row;
     });
-    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+    return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(retry, async (c) => {
     const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.var.db
+      const [row] = await c.get("db")
         .update(projects)
         .set(syncFreeRoute(current.slug, c, now))
         .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNull(projects.disabledAt)))
@@ -98,5 +98,5 @@ export const lifecycleRouter = createRouter()
       return row;
     });
     if (row.disabledAt) throw new ApiError("conflict", "The project is disabled; enable it to bring its routes back online");
-    return c.json(freeRoute(row, c.var.config), 200);
+    return c.json(freeRoute(row, c.get("config")), 200);
   });

@@ -72,11 +72,11 @@ export const optionsRouter = createRouter().openapi(route, async (c) => {
     else if (value !== undefined) set[key] = value;
   }
   if (Object.keys(set).length === 0 && cleared.length === 0) {
-    return c.json(optionsView((await findProject(c.var.db, orgId, id)).options), 200);
+    return c.json(optionsView((await findProject(c.get("db"), orgId, id)).options), 200);
   }
-  const [row] = await c.var.db
+  const [row] = await c.get("db")
     .update(projects)
-    .set({ options: mergeOptions(set, cleared) as never, updatedAt: c.var.clock() })
+    .set({ options: mergeOptions(set, cleared) as never, updatedAt: c.get("clock")() })
     .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
     .returning({ options: projects.options });
   if (!row) throw projectNotFound();

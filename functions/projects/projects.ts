@@ -79,14 +79,14 @@ const update = defineRoute({
 
 async function page(c: AppContext, query: { limit: number; cursor?: string }) {
   const { orgId } = callerOf(c);
-  const rows = await c.var.db
+  const rows = await c.get("db")
     .select()
     .from(projects)
     .where(and(eq(projects.orgId, orgId), query.cursor ? gt(projects.id, query.cursor) : undefined))
     .orderBy(asc(projects.id))
     .limit(query.limit + 1);
   const { items, nextCursor } = toPage(rows, query.limit, (p) => p.id);
-  return { items: await projectViews(c.var.db, items, c.var.config), nextCursor };
+  return { items: await projectViews(c.get("db"), items, c.get("config")), nextCursor };
 }
 
 async function insertProject(db: Db, orgId: string, body: z.infer<typeof CreateProjectBody>) {
@@ -122,12 +122,12 @@ export const projectsCrudRouter = createRouter()
   .openapi(list, async (c) => c.json(await page(c, c.req.valid("query")), 200))
   .openapi(home, async (c) => c.json(await page(c, c.req.valid("query")), 200))
   .openapi(create, async (c) => {
-    const row = await insertProject(c.var.db, callerOf(c).orgId, c.req.valid("json"));
-    return c.json(await projectView(c.var.db, row, c.var.config), 201);
+    const row = await insertProject(c.get("db"), callerOf(c).orgId, c.req.valid("json"));
+    return c.json(await projectView(c.get("db"), row, c.get("config")), 201);
   })
   .openapi(get, async (c) => {
-    const row = await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id);
-    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+    const row = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
+    return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(update, async (c) => {
     const { id } = c.req.valid("param");
@@ -139,14 +139,14 @@ export const projectsCrudRouter = createRouter()
     }
     let row;
     if (Object.keys(set).length === 0) {
-      row = await findProject(c.var.db, orgId, id);
+      row = await findProject(c.get("db"), orgId, id);
     } else {
-      [row] = await c.var.db
+      [row] = await c.get("db")
         .update(projects)
-        .set({ ...set, updatedAt: c.var.clock() })
+        .set({ ...set, updatedAt: c.get("clock")() })
         .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
         .returning();
       if (!row) throw projectNotFound();
     }
-    return c.json(await projectView(c.var.db, row, c.var.config), 200);
+    return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   });

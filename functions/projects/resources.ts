@@ -106,10 +106,10 @@ async function apply(c: AppContext, id: string, body: z.infer<typeof ResourcesBo
   if (body.diskGb !== undefined) set.diskGb = body.diskGb;
   if (body.sleepMode !== undefined) set.sleepMode = body.sleepMode;
   if (body.port !== undefined) set.port = body.port;
-  if (Object.keys(set).length === 0) return resourcesView(await findProject(c.var.db, orgId, id));
-  const [row] = await c.var.db
+  if (Object.keys(set).length === 0) return resourcesView(await findProject(c.get("db"), orgId, id));
+  const [row] = await c.get("db")
     .update(projects)
-    .set({ ...set, updatedAt: c.var.clock() })
+    .set({ ...set, updatedAt: c.get("clock")() })
     .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
     .returning();
   if (!row) throw projectNotFound();
@@ -117,7 +117,7 @@ async function apply(c: AppContext, id: string, body: z.infer<typeof ResourcesBo
 }
 
 export const resourcesRouter = createRouter()
-  .openapi(read, async (c) => c.json(resourcesView(await findProject(c.var.db, callerOf(c).orgId, c.req.valid("param").id)), 200))
+  .openapi(read, async (c) => c.json(resourcesView(await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id)), 200))
   .openapi(write("patch"), async (c) => c.json(await apply(c, c.req.valid("param").id, c.req.valid("json")), 200))
   .openapi(write("post"), async (c) => c.json(await apply(c, c.req.valid("param").id, c.req.valid("json")), 200))
   .openapi(sleepMode, async (c) => c.json(await apply(c, c.req.valid("param").id, c.req.valid("json")), 200));

@@ -6,6 +6,8 @@
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { AuthCache } from "../../shared/auth/auth-cache";
+import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
@@ -50,7 +52,12 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       smtp ?? (config.emailApiKey ? createEmailApiMailer({ apiKey: config.emailApiKey, url: config.emailApiUrl, from: config.emailFrom }) : undefined);
     const engine = createDeliveryEngine({ db: database.db, keyring, transports: { outbound, mailer }, logger });
 
+    // Token lookups are cached, evicted by the database's change notifications.
+    const authCache = new AuthCache();
+    const authFeed = "client" in database ? await listenPglite(database.client, authCache) : await listenPostgres(config.databaseUrl!, authCache);
+
     const services: RequestServices = {
+      authCache,
       db: database.db,
       keyring,
       config: { mode: "self-hosted", sharedDomain: config.sharedDomain },
@@ -78,6 +85,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
           // Sends in flight finish and are recorded before the database closes.
           await engine.stop();
           smtp?.close();
+          await authFeed.stop();
           await database.close();
           unlock();
         })()),

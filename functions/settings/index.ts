@@ -45,10 +45,10 @@ const owner = (c: AppContext) => {
   const { orgId, userId } = callerOf(c);
   return { orgId, userId };
 };
-const save = async (c: AppContext, patch: SettingsPatch) => c.json(await writeSettings(c.var.db, owner(c), patch, c.var.clock()), 200);
+const save = async (c: AppContext, patch: SettingsPatch) => c.json(await writeSettings(c.get("db"), owner(c), patch, c.get("clock")()), 200);
 
 export const settingsRouter = createRouter()
-  .openapi(get, async (c) => c.json(await readSettings(c.var.db, owner(c)), 200))
+  .openapi(get, async (c) => c.json(await readSettings(c.get("db"), owner(c)), 200))
   .openapi(write("/settings", "put", "Create or update the settings (only buildMode is accepted)", BuildModeBody), async (c) =>
     save(c, { buildMode: c.req.valid("json").buildMode }),
   )
@@ -81,7 +81,7 @@ export const settingsRouter = createRouter()
     ),
     async (c) => {
       const { token, asDefault } = c.req.valid("json");
-      return save(c, await cloneTokenPatch(c.var.keyring, owner(c), token, asDefault ?? false, c.var.clock()));
+      return save(c, await cloneTokenPatch(c.get("keyring"), owner(c), token, asDefault ?? false, c.get("clock")()));
     },
   )
   .openapi(

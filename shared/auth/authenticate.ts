@@ -4,8 +4,10 @@
  * A deployment-session token is pinned to its project's organization: a header
  * naming another organization is refused like a non-member's.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { apiTokens, memberships, users } from "../db/schema";
+import type { AuthCache, AuthRow } from "./auth-cache";
+import { preparedStatement } from "../db/prepared";
 import type { Db } from "../db/types";
 import type { Caller } from "../http/context";
 import { effectiveTags } from "./permissions";
@@ -15,28 +17,48 @@ export type AuthResult =
   | { ok: true; caller: Caller }
   | { ok: false; reason: "invalid" | "not_member" };
 
-export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date): Promise<AuthResult> {
-  const hash = await hashToken(token);
-  const requestedOrg = orgHeader ? sql`${orgHeader}` : users.defaultOrgId;
+const columns = {
+  tokenId: apiTokens.id,
+  userId: apiTokens.userId,
+  scopes: apiTokens.scopes,
+  expiresAt: apiTokens.expiresAt,
+  revokedAt: apiTokens.revokedAt,
+  kind: apiTokens.kind,
+  projectId: apiTokens.projectId,
+  tokenOrg: apiTokens.orgId,
+  memberOrg: memberships.orgId,
+  role: memberships.role,
+};
+
+/** The lookup, for an active organization taken from the request or the user's default. */
+function lookup(db: Db, requestedOrg: SQL | typeof users.defaultOrgId, name: string) {
   const activeOrg = sql`coalesce(${apiTokens.orgId}, ${requestedOrg})`;
-  const [row] = await db
-    .select({
-      tokenId: apiTokens.id,
-      userId: apiTokens.userId,
-      scopes: apiTokens.scopes,
-      expiresAt: apiTokens.expiresAt,
-      revokedAt: apiTokens.revokedAt,
-      kind: apiTokens.kind,
-      projectId: apiTokens.projectId,
-      tokenOrg: apiTokens.orgId,
-      memberOrg: memberships.orgId,
-      role: memberships.role,
-    })
+  return db
+    .select(columns)
     .from(apiTokens)
     .innerJoin(users, eq(users.id, apiTokens.userId))
     .leftJoin(memberships, and(eq(memberships.userId, apiTokens.userId), eq(memberships.orgId, activeOrg)))
-    .where(eq(apiTokens.tokenHash, hash))
-    .limit(1);
+    .where(eq(apiTokens.tokenHash, sql.placeholder("hash")))
+    .limit(1)
+    .prepare(name);
+}
+
+// Prepared once per database handle: this runs on every request.
+const byHeaderOrg = preparedStatement((db) => lookup(db, sql`${sql.placeholder("org")}::text`, "auth_header_org"));
+const byDefaultOrg = preparedStatement((db) => lookup(db, users.defaultOrgId, "auth_default_org"));
+
+async function lookupRow(db: Db, hash: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthRow | undefined> {
+  const key = `${hash}/${orgHeader ?? ""}`;
+  const cached = cache?.get(key, now.getTime());
+  if (cached) return cached;
+  const generation = cache?.generation ?? 0;
+  const [row] = orgHeader ? await byHeaderOrg(db).execute({ hash, org: orgHeader }) : await byDefaultOrg(db).execute({ hash });
+  if (cache && row?.memberOrg && !row.revokedAt) cache.set(key, row, generation, now.getTime());
+  return row;
+}
+
+export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthResult> {
+  const row = await lookupRow(db, await hashToken(token), orgHeader, now, cache);
   if (!row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) return { ok: false, reason: "invalid" };
   const session = row.kind === "deployment_session";
   if (session && (!row.projectId || !row.tokenOrg)) return { ok: false, reason: "invalid" };

@@ -1,5 +1,6 @@
 /** The one `AppEnv` of every router: bindings and per-request variables. */
 import type { Context } from "hono";
+import type { AuthCache } from "../auth/auth-cache";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
 import type { Mailer, Outbound } from "../outbound/types";
@@ -28,6 +29,8 @@ export interface RequestServices {
   mailer?: Mailer;
   /** Called after notification sends are queued: wakes the Node delivery engine, or drains in waitUntil on the Worker. */
   wakeDeliveries?: () => void;
+  /** Cached token lookups (Node adapter); absent on the Worker, which asks the database every time. */
+  authCache?: AuthCache;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -48,6 +51,10 @@ export interface Caller {
   sessionProjectId?: string;
 }
 
+/**
+ * Read variables with `c.get("db")`, not `c.var.db`: Hono builds a fresh object of
+ * every variable on each `c.var` access, a measurable cost on the hot path.
+ */
 export interface AppEnv {
   Bindings: Record<string, unknown>;
   Variables: {
@@ -61,6 +68,7 @@ export interface AppEnv {
     outbound: Outbound;
     mailer: Mailer | undefined;
     wakeDeliveries: () => void;
+    authCache: AuthCache | undefined;
   };
 }
 

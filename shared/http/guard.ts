@@ -29,7 +29,7 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
     // Routes under /api/orgs/:orgId act on the organization in the path.
     const orgId = c.req.param("orgId") ?? c.req.header("x-organization-id");
     // An id Postgres cannot store names no organization: ask for one that cannot exist.
-    const result = await authenticate(c.var.db, match[1]!, orgId && isUnsafeText(orgId) ? "-" : orgId, c.var.clock());
+    const result = await authenticate(c.get("db"), match[1]!, orgId && isUnsafeText(orgId) ? "-" : orgId, c.get("clock")(), c.get("authCache"));
     if (!result.ok) {
       if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");

@@ -9,7 +9,7 @@ export function createRouter() {
 
 /** The caller of a guarded route (the guard has run, so it is set). */
 export function callerOf(c: AppContext): Caller & { orgId: string } {
-  const caller = c.var.caller;
+  const caller = c.get("caller");
   if (!caller) throw new Error("callerOf used on a route without a guard");
   return caller as Caller & { orgId: string };
 }

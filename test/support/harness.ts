@@ -123,3 +123,19 @@ export async function dumpAllTables(h: Harness): Promise<string> {
   }
   return out;
 }
+
+/**
+ * Retries an assertion for a short while: for changes made behind the API's back
+ * (direct SQL), which reach cached state through database notifications.
+ */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+}

@@ -1,6 +1,8 @@
 /** Harnesses for the Node adapter's app: on embedded PGlite, and on Postgres through `pg`. */
 import { readFileSync } from "node:fs";
 import { inject } from "vitest";
+import { AuthCache } from "../../shared/auth/auth-cache";
+import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
@@ -19,7 +21,7 @@ async function nodeHarness(
   db: Db,
   close: () => Promise<void>,
   realConcurrency: boolean,
-  extras: HarnessServices = {},
+  extras: HarnessServices & Pick<RequestServices, "authCache"> = {},
 ): Promise<Harness> {
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
@@ -38,15 +40,28 @@ async function nodeHarness(
   };
 }
 
+// Like the real adapter, the harnesses cache token lookups, fed by the database's change notifications.
 async function openPgliteHarness(extras?: HarnessServices): Promise<Harness> {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
-  return nodeHarness("node-pglite", database.db, database.close, false, extras);
+  const authCache = new AuthCache();
+  const feed = await listenPglite(database.client, authCache);
+  const close = async () => {
+    await feed.stop();
+    await database.close();
+  };
+  return nodeHarness("node-pglite", database.db, close, false, { ...extras, authCache });
 }
 
 async function openPostgresHarness(extras?: HarnessServices): Promise<Harness> {
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
-  return nodeHarness("node-postgres", database.db, database.close, inject("pgKind") === "postgres", extras);
+  const authCache = new AuthCache();
+  const feed = await listenPostgres(inject("pgUrl"), authCache);
+  const close = async () => {
+    await feed.stop();
+    await database.close();
+  };
+  return nodeHarness("node-postgres", database.db, close, inject("pgKind") === "postgres", { ...extras, authCache });
 }
 
 export const pgliteHarness: HarnessFactory = Object.assign(() => openPgliteHarness(), { realConcurrency: () => false });
