@@ -39,16 +39,8 @@ import type { Db } from "../shared/db/types";
 import { silentLogger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
 import { createNodeOutbound } from "../shared/outbound/node";
+import { admin, ADMIN_URL, intEnv } from "./common";
 
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
-  return n;
-}
-
-const ADMIN_URL = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const MEMBERS = intEnv("BENCH_MEMBERS", 5_000, 1, 100_000);
 const CONCURRENCY = intEnv("BENCH_CONCURRENCY", 16, 1, 256);
 const BATCH = intEnv("BENCH_BATCH", 32, 1, 1000);
@@ -56,16 +48,6 @@ const TIMEOUT_MS = 600_000;
 
 const log = (line: string) => console.log(line);
 const ms = (a: number, b: number) => `${(b - a).toFixed(0)} ms`;
-
-async function admin(query: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 10_000 });
-  await client.connect();
-  try {
-    await client.query(query);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
 
 /** A receiver that answers 200 at once and counts each webhook-id. */
 async function startReceiver() {
@@ -157,7 +139,7 @@ async function main() {
     if (dropped) return;
     dropped = true;
     await pool?.end().catch(() => {});
-    await admin(`drop database if exists ${name} with (force)`);
+    await admin((c) => c.query(`drop database if exists ${name} with (force)`));
   };
   process.once("SIGINT", () => void drop().finally(() => process.exit(130)));
   const watchdog = setTimeout(() => {
@@ -167,7 +149,7 @@ async function main() {
 
   const receiver = await startReceiver();
   try {
-    await admin(`create database ${name}`);
+    await admin((c) => c.query(`create database ${name}`));
     pool = new pg.Pool({ connectionString: url.toString(), max: 20 });
     pool.on("error", () => {});
     await migratePostgres(pool);

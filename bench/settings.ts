@@ -27,24 +27,15 @@ import autocannon, { type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { createOrganization, createUser, issueToken } from "../functions/identity/store";
 import { writeSettings } from "../functions/settings/store";
 import { openPostgres } from "../shared/db/postgres";
+import { admin, ADMIN_URL, intEnv } from "./common";
 
 const TARGET = 0.7;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
 
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
-  return n;
-}
-
-const ADMIN_URL = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const SECONDS = intEnv("BENCH_SECONDS", 10, 1, 600);
 const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 10, 1, 1000);
@@ -60,16 +51,6 @@ const log = (line: string) => console.log(line);
 // ---------------------------------------------------------------- database
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 10_000 });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
 
 interface Seed {
   orgId: string;

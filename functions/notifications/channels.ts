@@ -3,10 +3,9 @@
  * send. Another member's channel answers 404 on every per-id route, exactly as
  * an id that never existed.
  */
-import type { AppContext } from "../../shared/http/context";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
-import { callerOf, createRouter } from "../../shared/http/router";
+import { createRouter, ownerOf } from "../../shared/http/router";
 import { newId } from "../../shared/ids";
 import { messageOf } from "./delivery/engine";
 import { sendToChannel } from "./delivery/send";
@@ -15,10 +14,6 @@ import { ChannelSchema, CreateChannelBody, CreatedChannelSchema, IdParam, PatchC
 import { channelView, createChannel, deleteChannel, getChannel, listChannels, markVerified, updateChannel } from "./store";
 
 const TAGS = ["Notifications"];
-const owner = (c: AppContext) => {
-  const { orgId, userId } = callerOf(c);
-  return { orgId, userId };
-};
 
 const list = defineRoute({
   method: "get",
@@ -80,24 +75,24 @@ const test = defineRoute({
 export const channelsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = toPage(await listChannels(c.get("db"), owner(c), limit, cursor), limit, (r) => r.id);
+    const page = toPage(await listChannels(c.get("db"), ownerOf(c), limit, cursor), limit, (r) => r.id);
     return c.json({ items: page.items.map(channelView), nextCursor: page.nextCursor }, 200);
   })
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const { row, generatedSecret } = await createChannel(c.get("db"), c.get("keyring"), owner(c), body, c.get("clock")());
+    const { row, generatedSecret } = await createChannel(c.get("db"), c.get("keyring"), ownerOf(c), body, c.get("clock")());
     return c.json({ ...channelView(row), ...(generatedSecret ? { signingSecret: generatedSecret } : {}) }, 201);
   })
   .openapi(patch, async (c) => {
-    const row = await updateChannel(c.get("db"), c.get("keyring"), owner(c), c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
+    const row = await updateChannel(c.get("db"), c.get("keyring"), ownerOf(c), c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
     return c.json(channelView(row), 200);
   })
   .openapi(remove, async (c) => {
-    await deleteChannel(c.get("db"), owner(c), c.req.valid("param").id);
+    await deleteChannel(c.get("db"), ownerOf(c), c.req.valid("param").id);
     return c.body(null, 204);
   })
   .openapi(test, async (c) => {
-    const o = owner(c);
+    const o = ownerOf(c);
     const { id } = c.req.valid("param");
     let channel = await getChannel(c.get("db"), o, id);
     const now = c.get("clock")();

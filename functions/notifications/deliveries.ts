@@ -1,17 +1,12 @@
 /** The caller's in-app alert feed in the active organization. */
 import { z } from "@hono/zod-openapi";
-import type { AppContext } from "../../shared/http/context";
 import { pageOf } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
-import { callerOf, createRouter } from "../../shared/http/router";
+import { createRouter, ownerOf } from "../../shared/http/router";
 import { getDelivery, listDeliveries, markSeen, unseenCount } from "./feed-store";
 import { DeliveriesQuery, DeliveryDetailSchema, DeliverySchema, IdParam } from "./schema";
 
 const TAGS = ["Notifications"];
-const owner = (c: AppContext) => {
-  const { orgId, userId } = callerOf(c);
-  return { orgId, userId };
-};
 
 const list = defineRoute({
   method: "get",
@@ -57,9 +52,9 @@ const seen = defineRoute({
 export const deliveriesRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor, unseen } = c.req.valid("query");
-    return c.json(await listDeliveries(c.get("db"), owner(c), { limit, cursor, unseen: unseen === undefined ? undefined : unseen === "true" }), 200);
+    return c.json(await listDeliveries(c.get("db"), ownerOf(c), { limit, cursor, unseen: unseen === undefined ? undefined : unseen === "true" }), 200);
   })
   // Registered before `{id}` so "unseen-count" is not taken for an id.
-  .openapi(count, async (c) => c.json({ count: await unseenCount(c.get("db"), owner(c)) }, 200))
-  .openapi(get, async (c) => c.json(await getDelivery(c.get("db"), owner(c), c.req.valid("param").id), 200))
-  .openapi(seen, async (c) => c.json(await markSeen(c.get("db"), owner(c), c.req.valid("param").id, c.get("clock")()), 200));
+  .openapi(count, async (c) => c.json({ count: await unseenCount(c.get("db"), ownerOf(c)) }, 200))
+  .openapi(get, async (c) => c.json(await getDelivery(c.get("db"), ownerOf(c), c.req.valid("param").id), 200))
+  .openapi(seen, async (c) => c.json(await markSeen(c.get("db"), ownerOf(c), c.req.valid("param").id, c.get("clock")()), 200));

@@ -1,16 +1,11 @@
 /** The caller's subscription grid: one toggle per (category, channel). */
-import type { AppContext } from "../../shared/http/context";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
-import { callerOf, createRouter } from "../../shared/http/router";
+import { createRouter, ownerOf } from "../../shared/http/router";
 import { IdParam, PutSubscriptionBody, SubscriptionSchema } from "./schema";
 import { deleteSubscription, listSubscriptions, putSubscription, subscriptionView } from "./store";
 
 const TAGS = ["Notifications"];
-const owner = (c: AppContext) => {
-  const { orgId, userId } = callerOf(c);
-  return { orgId, userId };
-};
 
 const list = defineRoute({
   method: "get",
@@ -48,11 +43,11 @@ const remove = defineRoute({
 export const subscriptionsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = toPage(await listSubscriptions(c.get("db"), owner(c), limit, cursor), limit, (r) => r.id);
+    const page = toPage(await listSubscriptions(c.get("db"), ownerOf(c), limit, cursor), limit, (r) => r.id);
     return c.json({ items: page.items.map(subscriptionView), nextCursor: page.nextCursor }, 200);
   })
-  .openapi(put, async (c) => c.json(subscriptionView(await putSubscription(c.get("db"), owner(c), c.req.valid("json"), c.get("clock")())), 200))
+  .openapi(put, async (c) => c.json(subscriptionView(await putSubscription(c.get("db"), ownerOf(c), c.req.valid("json"), c.get("clock")())), 200))
   .openapi(remove, async (c) => {
-    await deleteSubscription(c.get("db"), owner(c), c.req.valid("param").id);
+    await deleteSubscription(c.get("db"), ownerOf(c), c.req.valid("param").id);
     return c.body(null, 204);
   });

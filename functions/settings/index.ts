@@ -5,7 +5,7 @@
 import type { z } from "@hono/zod-openapi";
 import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
-import { callerOf, createRouter } from "../../shared/http/router";
+import { createRouter, ownerOf } from "../../shared/http/router";
 import type { AppContext } from "../../shared/http/context";
 import {
   BuildModeBody,
@@ -41,14 +41,10 @@ const get = defineRoute({
   responses: { 200: ok },
 });
 
-const owner = (c: AppContext) => {
-  const { orgId, userId } = callerOf(c);
-  return { orgId, userId };
-};
-const save = async (c: AppContext, patch: SettingsPatch) => c.json(await writeSettings(c.get("db"), owner(c), patch, c.get("clock")()), 200);
+const save = async (c: AppContext, patch: SettingsPatch) => c.json(await writeSettings(c.get("db"), ownerOf(c), patch, c.get("clock")()), 200);
 
 export const settingsRouter = createRouter()
-  .openapi(get, async (c) => c.json(await readSettings(c.get("db"), owner(c)), 200))
+  .openapi(get, async (c) => c.json(await readSettings(c.get("db"), ownerOf(c)), 200))
   .openapi(write("/settings", "put", "Create or update the settings (only buildMode is accepted)", BuildModeBody), async (c) =>
     save(c, { buildMode: c.req.valid("json").buildMode }),
   )
@@ -81,7 +77,7 @@ export const settingsRouter = createRouter()
     ),
     async (c) => {
       const { token, asDefault } = c.req.valid("json");
-      return save(c, await cloneTokenPatch(c.get("keyring"), owner(c), token, asDefault ?? false, c.get("clock")()));
+      return save(c, await cloneTokenPatch(c.get("keyring"), ownerOf(c), token, asDefault ?? false, c.get("clock")()));
     },
   )
   .openapi(

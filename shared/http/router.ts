@@ -7,6 +7,12 @@ export function createRouter() {
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 }
 
+/** The (organization, user) that owns per-user rows: settings, channels, subscriptions, deliveries. */
+export function ownerOf(c: AppContext): { orgId: string; userId: string } {
+  const { orgId, userId } = callerOf(c);
+  return { orgId, userId };
+}
+
 /** The caller of a guarded route (the guard has run, so it is set). */
 export function callerOf(c: AppContext): Caller & { orgId: string } {
   const caller = c.get("caller");

@@ -9,11 +9,10 @@
 import { readFileSync } from "node:fs";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
-import { migratePostgres, openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
+import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
 import * as schema from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import { silentLogger } from "../../shared/http/logger";
@@ -24,13 +23,14 @@ import { emitNotificationEvent } from "../../functions/notifications/fanout";
 import { createChannel, putSubscription, updateChannel } from "../../functions/notifications/store";
 import { newId } from "../../shared/ids";
 import { startHttpReceiver, type HttpReceiver } from "../support/receivers";
+import { freshDatabase, type FreshDatabase } from "../support/fresh-database";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 
 const real = inject("pgKind") === "postgres";
 const transports = { outbound: createNodeOutbound({ allowPrivate: true, timeoutMs: 5_000 }) };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-let dbName: string | undefined;
+let own: FreshDatabase | undefined;
 let dbUrl = "";
 let pglite: PgliteDatabase | undefined;
 let keyring: Keyring;
@@ -48,17 +48,8 @@ async function connect(): Promise<Db> {
 beforeAll(async () => {
   keyring = await createKeyring(TEST_SECRET_KEYS);
   if (real) {
-    const admin = new URL(inject("pgUrl"));
-    dbName = `ws_notify_engine_${process.pid}_${Date.now().toString(36)}`;
-    const client = new pg.Client({ connectionString: admin.toString() });
-    await client.connect();
-    await client.query(`create database ${dbName}`);
-    await client.end();
-    admin.pathname = `/${dbName}`;
-    dbUrl = admin.toString();
-    const pool = new pg.Pool({ connectionString: dbUrl, max: 1 });
-    await migratePostgres(pool);
-    await pool.end();
+    own = await freshDatabase(inject("pgUrl"), "ws_notify_engine", { migrate: true });
+    dbUrl = own.url;
   } else {
     pglite = await openPglite({ loadDataDir: new Blob([readFileSync(inject("pgliteDump"))]), migrate: false });
   }
@@ -68,12 +59,8 @@ afterAll(async () => {
   for (const r of receivers) await r.close();
   for (const o of opened) await o.close();
   await pglite?.close();
-  if (dbName) {
-    const client = new pg.Client({ connectionString: inject("pgUrl") });
-    await client.connect();
-    await client.query(`drop database if exists ${dbName} with (force)`);
-    await client.end();
-  }
+  await own?.drop();
+
 });
 
 async function receiver(...args: Parameters<typeof startHttpReceiver>) {

@@ -6,11 +6,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { DataDirLockedError } from "../../functions/self-hosted/data-dir";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
+import { freshDatabase } from "../support/fresh-database";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -90,17 +90,9 @@ describe("self-hosted adapter on PGlite", () => {
 
 describe("self-hosted adapter on Postgres", () => {
   it.runIf(inject("pgKind") === "postgres")("bootstraps an empty database once and serves it", async () => {
-    const admin = new URL(inject("pgUrl"));
-    const name = `ws_sh_${Date.now().toString(36)}_${process.pid}`;
-    const client = new pg.Client({ connectionString: admin.toString() });
-    await client.connect();
-    await client.query(`create database ${name}`);
-    cleanups.push(async () => {
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    });
-    const url = new URL(admin);
-    url.pathname = `/${name}`;
+    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+    cleanups.push(() => own.drop());
+    const url = new URL(own.url);
     const dir = tempDir();
     const server = await start({ DATA_DIR: dir, DATABASE_URL: url.toString() });
     const token = readFileSync(join(dir, "owner-token"), "utf8").trim();

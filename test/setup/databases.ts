@@ -13,7 +13,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openPglite } from "../../shared/db/pglite";
-import { migratePostgres } from "../../shared/db/postgres";
+import { freshDatabase } from "../support/fresh-database";
 import { startWsProxy } from "../../shared/db/ws-proxy";
 
 declare module "vitest" {
@@ -36,28 +36,6 @@ async function reachable(url: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `ws_test_${process.pid}_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 1 });
-  await migratePostgres(pool);
-  await pool.end();
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
 }
 
 async function pgliteStandIn(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -83,7 +61,7 @@ export default async function setup(project: TestProject) {
   if (!real) {
     console.warn(`\n!! Postgres not reachable at ${ADMIN_URL}: the Postgres suites run on a PGlite stand-in (no real concurrency).\n`);
   }
-  const database = real ? await freshPostgres() : await pgliteStandIn();
+  const database = real ? await freshDatabase(ADMIN_URL, "ws_test", { migrate: true }) : await pgliteStandIn();
   cleanups.push(database.drop);
   project.provide("pgUrl", database.url);
   project.provide("pgKind", real ? "postgres" : "pglite-standin");
