@@ -61,6 +61,8 @@ export function createApp(deps: AppDeps) {
     c.set("mailer", services.mailer);
     c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
     c.set("authCache", services.authCache);
+    c.set("uploads", services.uploads);
+    c.set("gunzip", services.gunzip);
     try {
       await next();
     } finally {

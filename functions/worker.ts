@@ -7,6 +7,11 @@
  * Notifications: EMAIL_API_KEY (secret), EMAIL_API_URL and EMAIL_FROM for e-mail
  * through an HTTP e-mail API; OUTBOUND_ALLOW_PRIVATE only for local development.
  *
+ * Folder uploads: presigned PUTs to S3-compatible storage (R2's S3 API, S3, …):
+ * S3_ENDPOINT, S3_BUCKET, S3_REGION (default `auto`), S3_PREFIX (default
+ * `uploads/`), and the secrets S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY. The cron
+ * trigger also removes expired upload sessions and their objects.
+ *
  * Delivery: after an event queues sends, the request drains the outbox in
  * `waitUntil` (its own Pool); the cron trigger (`scheduled`, every minute in
  * wrangler.toml) drains whatever is due, retries included.
@@ -20,7 +25,10 @@ import { jsonLogger } from "../shared/http/logger";
 import { createEmailApiMailer } from "../shared/outbound/email-api";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import type { Mailer, Outbound } from "../shared/outbound/types";
+import { createS3Storage } from "../shared/storage/s3";
+import type { UploadStorage } from "../shared/storage/types";
 import { createApp } from "./app";
+import { sweepExpiredUploads } from "./projects/folder/sweep";
 import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./notifications/delivery/engine";
 import type { Transports } from "./notifications/delivery/send";
 
@@ -33,6 +41,12 @@ const Bindings = z.object({
   EMAIL_API_URL: z.string().url().optional(),
   EMAIL_FROM: z.string().min(3).optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false"]).optional(),
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_REGION: z.string().min(1).default("auto"),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_PREFIX: z.string().default("uploads/"),
 });
 type Env = z.infer<typeof Bindings>;
 
@@ -64,6 +78,33 @@ function parseBindings(raw: unknown): Env {
   if (!parsed.success) throw new Error(`Worker misconfigured: ${parsed.error.issues[0]!.path.join(".")} is missing or invalid`);
   if (parsed.data.NEON_WS_PROXY) useLocalWsProxy(parsed.data.NEON_WS_PROXY);
   return parsed.data;
+}
+
+// The S3 client is built once per isolate and per distinct configuration.
+let uploadsCache: { spec: string; uploads: UploadStorage | undefined } | undefined;
+function uploadsFor(env: Env): UploadStorage | undefined {
+  const { S3_ENDPOINT: endpoint, S3_BUCKET: bucket, S3_ACCESS_KEY_ID: accessKeyId, S3_SECRET_ACCESS_KEY: secretAccessKey } = env;
+  const spec = JSON.stringify([endpoint, env.S3_REGION, bucket, accessKeyId, secretAccessKey, env.S3_PREFIX]);
+  if (uploadsCache?.spec !== spec) {
+    const configured = endpoint && bucket && accessKeyId && secretAccessKey;
+    uploadsCache = {
+      spec,
+      uploads: configured ? createS3Storage({ endpoint, region: env.S3_REGION, bucket, accessKeyId, secretAccessKey, prefix: env.S3_PREFIX }) : undefined,
+    };
+  }
+  return uploadsCache.uploads;
+}
+
+/** Removes expired upload sessions and their objects (cron), on a Pool of its own. */
+async function sweepUploads(env: Env): Promise<void> {
+  const uploads = uploadsFor(env);
+  if (!uploads) return;
+  const { db, close } = openNeon(env.DATABASE_URL);
+  try {
+    await sweepExpiredUploads({ db, uploads, now: new Date(), logger: jsonLogger() });
+  } finally {
+    await close();
+  }
 }
 
 function transportsFor(env: Env, overrides: WorkerOverrides): Transports {
@@ -106,6 +147,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
     return {
       db,
       keyring: await keyringFor(env.SECRET_KEYS),
+      uploads: uploadsFor(env),
       config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
       outbound: transports.outbound,
       mailer: transports.mailer,
@@ -117,9 +159,13 @@ export function createWorker(overrides: WorkerOverrides = {}) {
   const app = createApp({ services });
   return {
     fetch: app.fetch,
-    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish). */
+    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
-      await drainOutbox(parseBindings(rawEnv), overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError);
+      const env = parseBindings(rawEnv);
+      await Promise.all([
+        drainOutbox(env, overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError),
+        sweepUploads(env).catch((e) => jsonLogger().error("upload sweep failed", { error: e instanceof Error ? e.message : String(e) })),
+      ]);
     },
   };
 }

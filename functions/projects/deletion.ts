@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { and, count, eq } from "drizzle-orm";
-import { apiTokens, deployments, domains, environments, envVars, projects } from "../../shared/db/schema";
+import { apiTokens, deployments, domains, environments, envVars, projects, projectServices } from "../../shared/db/schema";
 import type { Executor } from "../../shared/db/types";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
@@ -19,6 +19,7 @@ const Counts = z
     envVars: z.number().int(),
     domains: z.number().int(),
     deployments: z.number().int(),
+    services: z.number().int().openapi({ description: "Compose services set by ensure" }),
     cloneTokens: z.number().int().openapi({ description: "1 when a per-project clone token is stored" }),
     deploymentSessions: z.number().int().openapi({ description: "Deployment-session tokens issued for the project, expired ones included" }),
   })
@@ -48,7 +49,7 @@ const remove = defineRoute({
   responses: { 200: jsonResponse(Preview, "What was removed") },
 });
 
-async function countOf(ex: Executor, table: typeof environments | typeof envVars | typeof domains | typeof deployments, projectId: string) {
+async function countOf(ex: Executor, table: typeof environments | typeof envVars | typeof domains | typeof deployments | typeof projectServices, projectId: string) {
   const [row] = await ex.select({ n: count() }).from(table).where(eq(table.projectId, projectId));
   return row!.n;
 }
@@ -64,6 +65,7 @@ async function counts(ex: Executor, project: ProjectRow): Promise<z.infer<typeof
     envVars: await countOf(ex, envVars, project.id),
     domains: await countOf(ex, domains, project.id),
     deployments: await countOf(ex, deployments, project.id),
+    services: await countOf(ex, projectServices, project.id),
     cloneTokens: project.cloneTokenCiphertext ? 1 : 0,
     deploymentSessions: sessions!.n,
   };

@@ -9,7 +9,9 @@ import { deletionRouter } from "./deletion";
 import { deploymentsRouter } from "./deployments";
 import { domainsRouter } from "./domains";
 import { envRouter } from "./env";
+import { ensureRouter } from "./ensure";
 import { environmentsRouter } from "./environments";
+import { folderRouter } from "./folder";
 import { infoRouter } from "./info";
 import { lifecycleRouter } from "./lifecycle";
 import { optionsRouter } from "./options";
@@ -17,6 +19,8 @@ import { projectsCrudRouter } from "./projects";
 import { resourcesRouter } from "./resources";
 
 export const projectsRouter = createRouter()
+  .route("/", folderRouter)
+  .route("/", ensureRouter)
   .route("/", projectsCrudRouter)
   .route("/", deletionRouter)
   .route("/", infoRouter)

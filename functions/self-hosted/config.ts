@@ -1,5 +1,6 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
 import { z } from "zod";
+import type { S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -18,6 +19,13 @@ const EnvSchema = z.object({
   EMAIL_API_URL: z.string().url().optional(),
   EMAIL_FROM: z.string().min(3).default("Workspace <notifications@localhost>"),
   OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
+  PUBLIC_URL: z.string().url().optional(),
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_PREFIX: z.string().default("uploads/"),
 });
 
 export type NodeConfig = {
@@ -36,6 +44,10 @@ export type NodeConfig = {
   emailFrom: string;
   /** Let notification sends reach loopback and private networks (metadata addresses stay refused). */
   outboundAllowPrivate: boolean;
+  /** Base of absolute relay URLs handed to upload clients (behind a proxy); default: the origin each request came to. */
+  publicUrl?: string;
+  /** Folder uploads to S3-compatible storage (presigned) instead of DATA_DIR/uploads (relay). */
+  s3?: S3Settings;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -45,6 +57,11 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     throw new Error(`Invalid configuration ${issue.path.join(".")}: ${issue.message}`);
   }
   const e = parsed.data;
+  const s3Keys = ["S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"] as const;
+  if (e.S3_ENDPOINT) {
+    const missing = s3Keys.find((k) => !e[k]);
+    if (missing) throw new Error(`Invalid configuration ${missing}: required when S3_ENDPOINT is set`);
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -59,5 +76,16 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     emailApiUrl: e.EMAIL_API_URL,
     emailFrom: e.EMAIL_FROM,
     outboundAllowPrivate: e.OUTBOUND_ALLOW_PRIVATE === "true" || e.OUTBOUND_ALLOW_PRIVATE === "1",
+    publicUrl: e.PUBLIC_URL,
+    s3: e.S3_ENDPOINT
+      ? {
+          endpoint: e.S3_ENDPOINT,
+          region: e.S3_REGION,
+          bucket: e.S3_BUCKET!,
+          accessKeyId: e.S3_ACCESS_KEY_ID!,
+          secretAccessKey: e.S3_SECRET_ACCESS_KEY!,
+          prefix: e.S3_PREFIX,
+        }
+      : undefined,
   };
 }

@@ -17,11 +17,16 @@ import { createEmailApiMailer } from "../../shared/outbound/email-api";
 import { createNodeOutbound } from "../../shared/outbound/node";
 import { createSmtpMailer } from "../../shared/outbound/smtp";
 import type { Mailer } from "../../shared/outbound/types";
+import { createDiskStorage } from "../../shared/storage/disk";
+import { nodeGunzip } from "../../shared/storage/gunzip-node";
+import { createS3Storage } from "../../shared/storage/s3";
 import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
 import { createDeliveryEngine } from "../notifications/delivery/engine";
 import type { NodeConfig } from "./config";
 import { loadOrCreateKeySpec, lockDataDir, writeOwnerToken } from "./data-dir";
+import { relayRouter } from "./uploads/relay";
+import { startUploadSweeper } from "./uploads/sweeper";
 
 export interface RunningServer {
   url: string;
@@ -56,8 +61,13 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const authCache = new AuthCache();
     const authFeed = "client" in database ? await listenPglite(database.client, authCache) : await listenPostgres(config.databaseUrl!, authCache);
 
+    // Folder uploads: presigned to S3 when configured, else relayed to DATA_DIR/uploads (the relay route exists only then).
+    const uploads = config.s3 ? createS3Storage(config.s3) : createDiskStorage({ dir: join(config.dataDir, "uploads"), publicUrl: config.publicUrl });
+
     const services: RequestServices = {
       authCache,
+      uploads,
+      gunzip: nodeGunzip,
       db: database.db,
       keyring,
       config: { mode: "self-hosted", sharedDomain: config.sharedDomain },
@@ -65,7 +75,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       mailer,
       wakeDeliveries: () => engine.wake(),
     };
-    const app = createApp({ services: () => services, logger });
+    const app = createApp({ services: () => services, logger, extraRouters: uploads.kind === "relay" ? [relayRouter(uploads)] : [] });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     await new Promise<void>((resolve, reject) => {
       server.once("listening", resolve);
@@ -75,6 +85,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url}`);
     engine.start();
+    const sweeper = startUploadSweeper({ db: database.db, uploads, logger });
 
     let closing: Promise<void> | undefined;
     return {
@@ -84,6 +95,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
           await new Promise<void>((resolve) => server.close(() => resolve()));
           // Sends in flight finish and are recorded before the database closes.
           await engine.stop();
+          await sweeper.stop();
           smtp?.close();
           await authFeed.stop();
           await database.close();

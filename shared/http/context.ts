@@ -4,6 +4,8 @@ import type { AuthCache } from "../auth/auth-cache";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
 import type { Mailer, Outbound } from "../outbound/types";
+import type { Gunzip } from "../storage/gunzip";
+import type { UploadStorage } from "../storage/types";
 import type { Role, Tag } from "../auth/permissions";
 import type { Logger } from "./logger";
 
@@ -31,6 +33,10 @@ export interface RequestServices {
   wakeDeliveries?: () => void;
   /** Cached token lookups (Node adapter); absent on the Worker, which asks the database every time. */
   authCache?: AuthCache;
+  /** Folder-upload store: presigned object storage, or the relay's disk on the Node adapter; absent when not configured. */
+  uploads?: UploadStorage;
+  /** Gunzip for the folder scan: zlib on Node (faster than its DecompressionStream); default DecompressionStream. */
+  gunzip?: Gunzip;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -69,6 +75,8 @@ export interface AppEnv {
     mailer: Mailer | undefined;
     wakeDeliveries: () => void;
     authCache: AuthCache | undefined;
+    uploads: UploadStorage | undefined;
+    gunzip: Gunzip | undefined;
   };
 }
 

@@ -2,11 +2,12 @@
  * Global setup shared by the node and worker test projects:
  * - a fresh Postgres database per run (migrated), on TEST_DATABASE_URL's server
  *   (default: the local server, trust auth). When no Postgres answers and CI is
- *   not set, a PGlite served over the wire protocol stands in, with a warning.
+ *   not set, the Node+Postgres and Worker suites report themselves skipped, with a
+ *   warning (a PGlite served over the wire protocol cannot stand in: it shares one
+ *   session between connections, so named prepared statements collide).
  * - a migrated PGlite data dir dumped once, so each test file opens it in ~0.4 s.
  * - for the worker project, the WebSocket proxy the Neon driver connects through.
  */
-import { PGlite } from "@electric-sql/pglite";
 import { writeFileSync, rmSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ import { startWsProxy } from "../../shared/db/ws-proxy";
 declare module "vitest" {
   export interface ProvidedContext {
     pgUrl: string;
-    pgKind: "postgres" | "pglite-standin";
+    pgKind: "postgres" | "none";
     pgliteDump: string;
     wsProxyUrl: string;
   }
@@ -38,33 +39,24 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-async function pgliteStandIn(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-  const db = await openPglite({});
-  const server = new PGLiteSocketServer({ db: db.client as PGlite, port: 0, host: "127.0.0.1", maxConnections: 100 });
-  await server.start();
-  const port = Number(server.getServerConn().split(":").pop());
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    drop: async () => {
-      await server.stop();
-      await db.close();
-    },
-  };
-}
-
 export default async function setup(project: TestProject) {
   const cleanups: Array<() => Promise<void>> = [];
 
   const real = await reachable(ADMIN_URL);
   if (!real && process.env.CI) throw new Error(`CI requires Postgres at ${ADMIN_URL}`);
   if (!real) {
-    console.warn(`\n!! Postgres not reachable at ${ADMIN_URL}: the Postgres suites run on a PGlite stand-in (no real concurrency).\n`);
+    console.warn(
+      `\n!! Postgres not reachable at ${ADMIN_URL}: the Node+Postgres and Worker suites are SKIPPED. Start Postgres (see README) or set TEST_DATABASE_URL.\n`,
+    );
   }
-  const database = real ? await freshDatabase(ADMIN_URL, "ws_test", { migrate: true }) : await pgliteStandIn();
-  cleanups.push(database.drop);
-  project.provide("pgUrl", database.url);
-  project.provide("pgKind", real ? "postgres" : "pglite-standin");
+  if (real) {
+    const database = await freshDatabase(ADMIN_URL, "ws_test", { migrate: true });
+    cleanups.push(database.drop);
+    project.provide("pgUrl", database.url);
+  } else {
+    project.provide("pgUrl", "");
+  }
+  project.provide("pgKind", real ? "postgres" : "none");
 
   const dir = mkdtempSync(join(tmpdir(), "ws-pglite-"));
   const seed = await openPglite({});

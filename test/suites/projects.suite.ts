@@ -643,7 +643,7 @@ export function projectsSuite(h: Harness) {
       await addDeployment(p, "failed", "staging");
       await expectStatus(await call(t, `/${p.id}/deployment-session`, { method: "POST" }), 201);
 
-      const expected = { projects: 1, environments: 2, envVars: 3, domains: 1, deployments: 2, cloneTokens: 1, deploymentSessions: 1 };
+      const expected = { projects: 1, environments: 2, envVars: 3, domains: 1, deployments: 2, services: 0, cloneTokens: 1, deploymentSessions: 1 };
       const preview = await expectStatus(await call(t, `/${p.id}/deletion-preview`), 200);
       expect(preview).toEqual({ projectId: p.id, removes: expected });
 

@@ -8,19 +8,35 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { inject, vi } from "vitest";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../../shared/db/neon";
+import { createS3Storage } from "../../shared/storage/s3";
+import type { UploadStorage } from "../../shared/storage/types";
 import { createWorker, type WorkerOverrides } from "../../functions/worker";
-import { buildRequest, type Harness, type HarnessFactory } from "./harness";
+import { buildRequest, PostgresUnavailable, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
 export type WorkerHarness = Harness & {
   /** Runs the Worker's cron handler (`scheduled`) once. */
   scheduled(): Promise<void>;
+  sweepUploads(): Promise<void>;
+  uploadStore: UploadStorage;
 };
 
 /** `overrides` replace the Worker's notification transports and retry timing (the notifications suites). */
 async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHarness> {
+  if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const worker = createWorker(overrides);
-  const bindings = { ...env, DATABASE_URL: inject("pgUrl"), NEON_WS_PROXY: inject("wsProxyUrl"), SECRET_KEYS: TEST_SECRET_KEYS };
+  const bindings = {
+    ...env,
+    DATABASE_URL: inject("pgUrl"),
+    NEON_WS_PROXY: inject("wsProxyUrl"),
+    SECRET_KEYS: TEST_SECRET_KEYS,
+    // Folder uploads: presigned targets on the run's local S3 server (test/setup/s3.ts).
+    S3_ENDPOINT: inject("s3Endpoint"),
+    S3_REGION: "us-east-1",
+    S3_BUCKET: inject("s3Bucket"),
+    S3_ACCESS_KEY_ID: inject("s3AccessKeyId"),
+    S3_SECRET_ACCESS_KEY: inject("s3SecretAccessKey"),
+  };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
   const seeding = openNeon(bindings.DATABASE_URL);
   const logs: string[] = [];
@@ -31,6 +47,11 @@ async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHar
   const errSpy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
     logs.push(args.map(String).join(" "));
   });
+  const scheduled = async () => {
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController(), bindings, ctx);
+    await waitOnExecutionContext(ctx);
+  };
   return {
     runtime: "worker",
     realConcurrency: inject("pgKind") === "postgres",
@@ -45,11 +66,17 @@ async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHar
       await waitOnExecutionContext(ctx);
       return new Response(res.status === 204 || res.status === 304 ? null : body, res);
     },
-    scheduled: async () => {
-      const ctx = createExecutionContext();
-      await worker.scheduled(createScheduledController(), bindings, ctx);
-      await waitOnExecutionContext(ctx);
-    },
+    scheduled,
+    /** The cloud's upload sweep runs in the cron handler. */
+    sweepUploads: scheduled,
+    /** The bucket behind the sessions (to check what is kept and removed). */
+    uploadStore: createS3Storage({
+      endpoint: bindings.S3_ENDPOINT,
+      region: bindings.S3_REGION,
+      bucket: bindings.S3_BUCKET,
+      accessKeyId: bindings.S3_ACCESS_KEY_ID,
+      secretAccessKey: bindings.S3_SECRET_ACCESS_KEY,
+    }),
     close: async () => {
       spy.mockRestore();
       errSpy.mockRestore();

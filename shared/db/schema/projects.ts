@@ -2,7 +2,7 @@
 import { sql } from "drizzle-orm";
 import { boolean, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, ts } from "./columns";
-import { organizations } from "./identity";
+import { organizations, users } from "./identity";
 
 /** Build/deploy options (POST /api/projects/:id/options); absent keys mean "detected at build time". */
 export interface ProjectOptions {
@@ -131,4 +131,65 @@ export const deployments = pgTable(
     finishedAt: ts("finished_at"),
   },
   (t) => [index("deployments_project_idx").on(t.projectId, t.id)],
+);
+
+export const UPLOAD_TARGETS = ["relay", "presigned"] as const;
+
+/**
+ * Folder-upload sessions: one gzipped tarball each, stored under the organization's
+ * prefix of the upload store (`<orgId>/<sessionId>.tar.gz`). Expired rows and their
+ * objects are removed by the upload sweeper.
+ */
+export const uploadSessions = pgTable(
+  "upload_sessions",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    createdBy: text("created_by").references(() => users.id, { onDelete: "set null" }),
+    target: text("target", { enum: UPLOAD_TARGETS }).notNull(),
+    objectKey: text("object_key").notNull(),
+    hintName: text("hint_name"),
+    hintSizeBytes: integer("hint_size_bytes"),
+    /** Set when the relay stored the tarball (a presigned upload is discovered by the scan). */
+    uploadedAt: ts("uploaded_at"),
+    sizeBytes: integer("size_bytes"),
+    /** The last scan's result as read (compose values masked). */
+    scan: jsonb("scan").$type<Record<string, unknown>>(),
+    /** The compose environment values the scan captured: AES-256-GCM bound to (org, upload_sessions, services, session id). */
+    servicesCiphertext: text("services_ciphertext"),
+    scannedAt: ts("scanned_at"),
+    /** The project an ensure used this upload for. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "set null" }),
+    expiresAt: ts("expires_at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("upload_sessions_org_idx").on(t.orgId, t.id), index("upload_sessions_expiry_idx").on(t.expiresAt), index("upload_sessions_project_idx").on(t.projectId)],
+);
+
+/** A compose service's configuration apart from its environment. */
+export interface ServiceSpec {
+  image: string | null;
+  build: { context: string; dockerfile: string | null } | null;
+  command: string | null;
+  ports: string[];
+  dependsOn: string[];
+}
+
+/** The project's service set (multi-service folders), written only by ensure as a whole. */
+export const projectServices = pgTable(
+  "project_services",
+  {
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    position: integer("position").notNull(),
+    spec: jsonb("spec").$type<ServiceSpec>().notNull(),
+    /** Environment keys in order; their values live only in envCiphertext. */
+    envKeys: jsonb("env_keys").$type<string[]>().notNull().default([]),
+    /** AES-256-GCM of the JSON values, bound to (org, project_services, environment, `<project>/<service>`). */
+    envCiphertext: text("env_ciphertext"),
+    createdAt: createdAt(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.name] })],
 );

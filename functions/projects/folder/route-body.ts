@@ -1,0 +1,38 @@
+/**
+ * Request bodies `defineRoute` does not cover: it attaches the strict JSON-body
+ * middleware to every declared body. The session's hint body is optional (no body
+ * at all is fine), and the relay's body is raw gzip bytes. These helpers add the
+ * body to a defined route's OpenAPI description with the right middleware.
+ */
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../../../shared/http/context";
+import { jsonBody } from "../../../shared/http/json-body";
+
+type Defined = RouteConfig & { middleware: MiddlewareHandler<AppEnv>[] };
+
+/** No body, or an empty one, reads as `{}`; any other body follows the strict JSON rules. */
+const optionalJsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const text = await c.req.text();
+  if (text.trim() === "") {
+    c.req.bodyCache.json = Promise.resolve({});
+    return next();
+  }
+  return jsonBody(c, next);
+};
+
+export function withOptionalJsonBody<R extends Defined, S>(route: R, schema: S, description: string) {
+  return createRoute({
+    ...route,
+    middleware: [...route.middleware, optionalJsonBody],
+    request: { ...route.request, body: { required: false, description, content: { "application/json": { schema } } } },
+  });
+}
+
+/** Documents a raw (non-JSON) body; the handler reads the stream itself. */
+export function withRawBody<R extends Defined>(route: R, mediaType: string, description: string) {
+  return createRoute({
+    ...route,
+    request: { ...route.request, body: { required: true, description, content: { [mediaType]: { schema: { type: "string", format: "binary" } } } } },
+  });
+}

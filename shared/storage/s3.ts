@@ -1,0 +1,84 @@
+/**
+ * Presigned uploads to S3-compatible object storage (S3, R2, MinIO, …) with the
+ * AWS SDK v3 as the signer. The service's own reads and deletes are presigned
+ * too and sent with fetch: the SDK's error parsing needs DOMParser, which workerd
+ * lacks, and fetch streams the body natively on both runtimes. The client options
+ * are the ones local S3 servers need too: path-style addressing and checksums
+ * only when an operation requires them (TOOLCHAIN.md).
+ */
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { GZIP_TYPE, OBJECT_KEY } from "./limits";
+import type { PresignedStorage, StoredUpload } from "./types";
+
+export interface S3Settings {
+  /** e.g. `https://<account>.r2.cloudflarestorage.com`, `https://s3.eu-west-1.amazonaws.com`, `http://127.0.0.1:9000`. */
+  endpoint: string;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Prepended to every object key; default `uploads/`. */
+  prefix?: string;
+}
+
+function checkedKey(key: string): string {
+  if (!OBJECT_KEY.test(key)) throw new Error(`refusing object key ${JSON.stringify(key)}`);
+  return key;
+}
+
+/** The service's own requests are signed for this long. */
+const INTERNAL_TTL_SECONDS = 60;
+
+async function failure(res: Response, what: string): Promise<Error> {
+  const text = await res.text().catch(() => "");
+  const code = /<Code>([^<]{1,100})<\/Code>/.exec(text)?.[1];
+  return new Error(`object storage ${what} failed: HTTP ${res.status}${code ? ` ${code}` : ""}`);
+}
+
+export function createS3Storage(settings: S3Settings): PresignedStorage {
+  const client = new S3Client({
+    endpoint: settings.endpoint,
+    region: settings.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+  const prefix = settings.prefix ?? "uploads/";
+  const Bucket = settings.bucket;
+  const objectKey = (key: string) => prefix + checkedKey(key);
+
+  return {
+    kind: "presigned",
+    async presign({ key, sizeBytes, now, expiresInSeconds }) {
+      const command = new PutObjectCommand({ Bucket, Key: objectKey(key), ContentType: GZIP_TYPE, ContentLength: sizeBytes });
+      // content-type is signed explicitly (the presigner leaves it out by default); content-length is signed whenever it is set.
+      const url = await getSignedUrl(client, command, {
+        expiresIn: expiresInSeconds,
+        signingDate: now,
+        signableHeaders: new Set(["content-type", ...(sizeBytes !== undefined ? ["content-length"] : [])]),
+      });
+      const headers: Record<string, string> = { "Content-Type": GZIP_TYPE };
+      if (sizeBytes !== undefined) headers["Content-Length"] = String(sizeBytes);
+      return { url, absoluteUrl: url, method: "PUT", headers, requiresAuth: false };
+    },
+    async open(key): Promise<StoredUpload | null> {
+      const url = await getSignedUrl(client, new GetObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
+      const res = await fetch(url);
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null;
+      }
+      if (!res.ok || !res.body) throw await failure(res, "read");
+      return { size: Number(res.headers.get("content-length") ?? 0), body: res.body as ReadableStream<Uint8Array> };
+    },
+    async remove(key) {
+      const url = await getSignedUrl(client, new DeleteObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
+      const res = await fetch(url, { method: "DELETE" });
+      // S3 answers 204 whether or not the object existed; some compatible stores answer 404.
+      if (!res.ok && res.status !== 404) throw await failure(res, "delete");
+      await res.body?.cancel();
+    },
+  };
+}

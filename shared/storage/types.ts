@@ -1,0 +1,50 @@
+/**
+ * The upload store behind folder-upload sessions. Two kinds:
+ * - `presigned`: S3-compatible object storage; the client PUTs straight to a
+ *   presigned URL (`requiresAuth: false`). The cloud, and a self-hosted instance
+ *   configured with S3_*.
+ * - `relay`: local disk under DATA_DIR on the self-hosted adapter; the client
+ *   POSTs to the API's own relay route (`requiresAuth: true`).
+ * Both read a tarball back as a Web stream for the scan and delete it when stale.
+ */
+export interface UploadTarget {
+  url: string;
+  absoluteUrl: string;
+  method: "PUT" | "POST";
+  headers: Record<string, string>;
+  requiresAuth: boolean;
+}
+
+export interface StoredUpload {
+  size: number;
+  body: ReadableStream<Uint8Array>;
+}
+
+interface CommonStorage {
+  /** The tarball of `key`, or null when nothing was uploaded. The caller must consume or cancel `body`. */
+  open(key: string): Promise<StoredUpload | null>;
+  /** Removes the tarball of `key`; removing a missing one is not an error. */
+  remove(key: string): Promise<void>;
+}
+
+export interface PresignedStorage extends CommonStorage {
+  readonly kind: "presigned";
+  /** A PUT URL for `key` signed at `now`, valid `expiresInSeconds`; the size is signed when known. */
+  presign(input: { key: string; sizeBytes?: number; now: Date; expiresInSeconds: number }): Promise<UploadTarget>;
+}
+
+export interface RelayStorage extends CommonStorage {
+  readonly kind: "relay";
+  /** Base of absolute relay URLs (PUBLIC_URL); absent: the origin the session request came to. */
+  readonly publicUrl?: string;
+  /**
+   * Streams `body` to `key` in constant memory. More than `maxBytes` fails with
+   * UploadTooLargeError; on any failure nothing is left behind and an earlier
+   * upload of `key` stays as it was.
+   */
+  receive(key: string, body: ReadableStream<Uint8Array>, maxBytes: number): Promise<{ size: number }>;
+}
+
+export type UploadStorage = PresignedStorage | RelayStorage;
+
+export class UploadTooLargeError extends Error {}

@@ -1,0 +1,154 @@
+/**
+ * The `wsp deploy` command against a running self-hosted instance: through the
+ * relay, and through presigned object storage (S3_* configured, where the token
+ * must not reach the storage); its ignore rules; its errors; the bin itself.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { main, USAGE } from "../../functions/cli/main";
+import { listFolder } from "../../functions/cli/pack";
+import { loadNodeConfig } from "../../functions/self-hosted/config";
+import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function tempDir(prefix = "ws-cli-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function folder(files: Record<string, string>): string {
+  const dir = tempDir("ws-cli-src-");
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), content);
+  }
+  return dir;
+}
+
+async function start(env: Record<string, string> = {}): Promise<{ server: RunningServer; token: string }> {
+  const dir = tempDir();
+  const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: dir, ...env }), () => {});
+  cleanups.push(() => server.close());
+  return { server, token: readFileSync(join(dir, "owner-token"), "utf8").trim() };
+}
+
+async function run(argv: string[], env: Record<string, string | undefined> = {}) {
+  let out = "";
+  let err = "";
+  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t), env, tty: false });
+  return { code, out, err };
+}
+
+const COMPOSE_APP = {
+  "compose.yaml": "services:\n  web:\n    build: .\n    environment:\n      API_KEY: cli-canary-value\n  db:\n    image: postgres:16\n",
+  Dockerfile: "FROM node:22\n",
+  ".gitignore": "node_modules/\n*.log\n.env\n",
+  ".dockerignore": "tmp/\n",
+  ".env": "SECRET=do-not-upload\n",
+  "debug.log": "noise",
+  "node_modules/left/index.js": "x",
+  "tmp/cache.bin": "x",
+  "src/index.js": "console.log('hi')",
+  "src/.gitignore": "generated/\n",
+  "src/generated/out.js": "x",
+  "src/kept.log.txt": "kept",
+  ".git/HEAD": "ref: refs/heads/main\n",
+};
+
+describe("wsp deploy", () => {
+  it("packs what the ignore files allow", async () => {
+    const dir = folder(COMPOSE_APP);
+    symlinkSync("/etc/passwd", join(dir, "link"));
+    const listing = await listFolder(dir);
+    expect(listing.files).toEqual([".dockerignore", ".gitignore", "Dockerfile", "compose.yaml", "src/.gitignore", "src/index.js", "src/kept.log.txt"]);
+    expect(listing.skipped).toEqual(["link"]);
+  });
+
+  it("deploys through the relay, then updates the same project", async () => {
+    const { server, token } = await start();
+    const dir = folder(COMPOSE_APP);
+    const first = await run(["deploy", dir, "--api", server.url, "--name", "Compose app"], { WORKSPACE_TOKEN: token });
+    expect(first.err).toMatch(/Packed 7 files/);
+    expect(first.err).toMatch(/Uploading \[#+\] 100%/);
+    expect(first.err).toMatch(/Detected compose \(compose\), 2 services/);
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toMatch(/^Created project Compose app \(prj_[0-9a-z]+\)/);
+    expect(first.out).toMatch(/services {4}web, db/);
+    expect(first.out + first.err).not.toContain("cli-canary-value");
+    const id = /\((prj_[0-9a-z]+)\)/.exec(first.out)![1]!;
+
+    writeFileSync(join(dir, "compose.yaml"), "services:\n  web:\n    build: .\n");
+    const second = await run(["deploy", dir, "--api", `${server.url}/api`, "--token", token, "--project", id, "--json"]);
+    expect(second.code, second.err).toBe(0);
+    const project = JSON.parse(second.out);
+    expect(project).toMatchObject({ id, gitProvider: "upload", framework: "compose", services: [{ name: "web" }] });
+
+    const list = await (await fetch(`${server.url}/api/projects`, { headers: { authorization: `Bearer ${token}` } })).json();
+    expect(list.items).toHaveLength(1);
+  }, 60_000);
+
+  it("deploys to presigned object storage without sending the token there", async () => {
+    const { server, token } = await start({
+      S3_ENDPOINT: inject("s3Endpoint"),
+      S3_BUCKET: inject("s3Bucket"),
+      S3_ACCESS_KEY_ID: inject("s3AccessKeyId"),
+      S3_SECRET_ACCESS_KEY: inject("s3SecretAccessKey"),
+    });
+    const seen: Array<{ url: string; method: string; authorization: string | null }> = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+      seen.push({ url: String(input), method: init?.method ?? "GET", authorization: new Headers(init?.headers).get("authorization") });
+      return realFetch(input, init);
+    });
+    const dir = folder({ "go.mod": "module example.com/svc\n\nrequire github.com/go-chi/chi/v5 v5.0.12\n", "main.go": "package main\n" });
+    const result = await run(["deploy", dir, "--api", server.url], { WORKSPACE_TOKEN: token });
+    expect(result.code, result.err).toBe(0);
+    expect(result.out).toMatch(/framework {3}chi/);
+    // (The server's own reads of the bucket go through this process's fetch too: only the PUT is the client's.)
+    const puts = seen.filter((s) => s.url.startsWith(inject("s3Endpoint")) && s.method === "PUT");
+    expect(puts.map((s) => s.authorization)).toEqual([null]);
+    expect(seen.filter((s) => s.url.startsWith(server.url)).every((s) => s.authorization === `Bearer ${token}`)).toBe(true);
+  }, 60_000);
+
+  it("reports usage and API errors", async () => {
+    expect(await run([])).toMatchObject({ code: 2, err: USAGE });
+    expect(await run(["--help"])).toMatchObject({ code: 0, out: USAGE });
+    expect((await run(["deploy", "."])).err).toMatch(/Missing --api/);
+    expect((await run(["deploy", ".", "--api", "http://127.0.0.1:59999"])).err).toMatch(/Missing --token/);
+    expect((await run(["ship", "."], { WORKSPACE_API_URL: "http://x", WORKSPACE_TOKEN: "t" })).code).toBe(2);
+    expect((await run(["deploy", "/does/not/exist", "--api", "http://127.0.0.1:59999", "--token", "t"])).err).toMatch(/is not a folder/);
+    const empty = folder({ ".gitignore": "*\n" });
+    expect((await run(["deploy", empty, "--api", "http://127.0.0.1:59999", "--token", "t"])).err).toMatch(/no files to deploy/);
+
+    const { server } = await start();
+    const bad = await run(["deploy", folder({ "index.html": "<p>" }), "--api", server.url, "--token", `wsp_${"x".repeat(43)}`]);
+    expect(bad).toMatchObject({ code: 1 });
+    expect(bad.err).toMatch(/POST \/api\/projects\/folder\/session: 401 Invalid, expired or revoked token/);
+    const unreachable = await run(["deploy", folder({ "index.html": "<p>" }), "--api", "http://127.0.0.1:59999", "--token", "t"]);
+    expect(unreachable.err).toMatch(/Error: POST \/api\/projects\/folder\/session: .*ECONNREFUSED/);
+  }, 60_000);
+
+  it("the bin runs as a command", async () => {
+    const { server, token } = await start();
+    const dir = folder({ "requirements.txt": "django\n", "manage.py": "" });
+    const child = spawn(process.execPath, [join(process.cwd(), "functions/cli/wsp.mjs"), "deploy", dir, "--api", server.url], {
+      env: { ...process.env, WORKSPACE_TOKEN: token },
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(code, err).toBe(0);
+    expect(out).toMatch(/framework {3}django/);
+  }, 60_000);
+});

@@ -1,0 +1,62 @@
+/**
+ * The folder-upload flow as a client following the spec drives it, for the
+ * suites: open a session, upload to its target (the bearer token only when
+ * `requiresAuth` is true; an external target gets plain fetch and no token),
+ * scan, ensure.
+ */
+import { and, eq } from "drizzle-orm";
+import { projects, uploadSessions } from "../../shared/db/schema";
+import type { UploadStorage } from "../../shared/storage/types";
+import { expectStatus, type Harness, type Member } from "./harness";
+
+/** What the folder suites need beyond the Harness: the store behind the sessions and the runtime's sweep. */
+export type FolderHarness = Harness & { uploadStore: UploadStorage; sweepUploads(now?: Date): Promise<void> };
+
+export interface Target {
+  sessionId: string;
+  url: string;
+  absoluteUrl: string;
+  method: "PUT" | "POST";
+  headers: Record<string, string>;
+  requiresAuth: boolean;
+  expiresAt: string;
+  maxBytes: number;
+}
+
+export function folderClient(h: Harness) {
+  const fh = () => h as FolderHarness;
+
+  const openSession = async (t: Member, hint?: Record<string, unknown>): Promise<Target> =>
+    expectStatus<Target>(await h.request("/api/projects/folder/session", { token: t.token, ...(hint ? { json: hint } : { method: "POST" }) }), 201);
+
+  /** Rule 8: `absoluteUrl` with `method` and `headers`; the service token only when `requiresAuth`. */
+  const sendUpload = (t: Member, target: Target, bytes: Uint8Array, extraHeaders: Record<string, string> = {}): Promise<Response> => {
+    const headers = { ...target.headers, ...extraHeaders };
+    // The relay is this API: resolve `url` against the API base (the harness is that base).
+    if (target.requiresAuth) return h.request(target.url, { method: target.method, token: t.token, headers, body: bytes as Uint8Array<ArrayBuffer> });
+    return fetch(target.absoluteUrl, { method: target.method, headers, body: bytes as Uint8Array<ArrayBuffer> });
+  };
+
+  const upload = async (t: Member, target: Target, bytes: Uint8Array) => {
+    const res = await sendUpload(t, target, bytes);
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`upload: expected 200, got ${res.status}: ${text.slice(0, 500)}`);
+  };
+
+  const scan = (t: Member, sessionId: string) => h.request(`/api/projects/folder/scan/${sessionId}`, { method: "POST", token: t.token });
+
+  const ensure = (t: Member, body: Record<string, unknown>) => h.request("/api/projects/ensure", { token: t.token, json: body });
+
+  /** session → upload → scan, all expected to succeed. */
+  const uploadAndScan = async (t: Member, bytes: Uint8Array) => {
+    const target = await openSession(t, { name: "fixture", sizeBytes: bytes.length });
+    await upload(t, target, bytes);
+    const result = await expectStatus<Record<string, any>>(await scan(t, target.sessionId), 200);
+    return { target, result };
+  };
+
+  const sessionRow = async (id: string) => (await h.db.select().from(uploadSessions).where(eq(uploadSessions.id, id)))[0];
+  const projectCount = async (orgId: string) => (await h.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, orgId)))).length;
+
+  return { openSession, sendUpload, upload, scan, ensure, uploadAndScan, sessionRow, projectCount, store: () => fh().uploadStore, sweep: (now?: Date) => fh().sweepUploads(now) };
+}
