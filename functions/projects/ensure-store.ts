@@ -7,18 +7,16 @@
 import { and, asc, eq, notInArray, sql } from "drizzle-orm";
 import type { z } from "@hono/zod-openapi";
 import type { Keyring } from "../../shared/crypto/keyring";
-import { environments, projectServices, projects, uploadSessions, type ProjectOptions } from "../../shared/db/schema";
+import { projectServices, projects, uploadSessions, type ProjectOptions } from "../../shared/db/schema";
 import type { Db, Executor, Tx } from "../../shared/db/types";
 import { ApiError, badRequest } from "../../shared/http/errors";
-import { newId } from "../../shared/ids";
 import { ENSURED_TTL_MS } from "../../shared/storage/limits";
 import type { CapturedValues } from "./folder/compose";
 import type { ServiceInput, ServiceView } from "./folder/schema";
 import { decryptCaptured, restoreEnvironment, serviceEnvContext, serviceView } from "./folder/services";
 import { findSession } from "./folder/store";
 import type { EnsureBody } from "./ensure-schema";
-import { slugCandidates } from "./slug";
-import { findProject, mergeOptions, projectNotFound, type ProjectRow } from "./store";
+import { createProject, findProject, mergeOptions, projectNotFound, type ProjectRow } from "./store";
 
 type Body = z.infer<typeof EnsureBody>;
 type Service = z.infer<typeof ServiceInput>;
@@ -27,32 +25,6 @@ const OPTION_FIELDS = ["buildCommand", "installCommand", "startCommand", "output
 
 function optionsOf(body: Body): Record<string, string> {
   return Object.fromEntries(OPTION_FIELDS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]!]));
-}
-
-/** A new project and its production environment (the same record POST /api/projects makes). */
-async function createProject(tx: Tx, orgId: string, body: Body, gitProvider: ProjectRow["gitProvider"]): Promise<ProjectRow> {
-  for (const slug of slugCandidates(body.name)) {
-    const [row] = await tx
-      .insert(projects)
-      .values({
-        id: newId("prj"),
-        orgId,
-        name: body.name,
-        slug,
-        framework: body.framework ?? "auto",
-        gitProvider,
-        gitOwner: body.gitOwner ?? null,
-        gitRepo: body.gitRepo ?? null,
-        gitBranch: body.gitBranch ?? null,
-        options: optionsOf(body) as ProjectOptions,
-      })
-      .onConflictDoNothing({ target: projects.slug })
-      .returning();
-    if (!row) continue;
-    await tx.insert(environments).values({ id: newId("env"), orgId, projectId: row.id, name: "production", kind: "production" });
-    return row;
-  }
-  throw new ApiError("conflict", "Could not allocate a free-route slug for this name; retry or choose another name");
 }
 
 /** Sets the fields the body carries; fields it leaves out keep their values. */
@@ -152,7 +124,7 @@ export async function ensureProject(db: Db, keyring: Keyring, orgId: string, bod
       await findProject(tx, orgId, projectId, "update");
       row = await updateProject(tx, orgId, projectId, body, gitProvider, now);
     } else {
-      row = await createProject(tx, orgId, body, gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null));
+      row = await createProject(tx, orgId, body, gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null), optionsOf(body) as ProjectOptions);
       created = true;
     }
 

@@ -5,17 +5,14 @@
  */
 import { z } from "@hono/zod-openapi";
 import { and, asc, eq, gt } from "drizzle-orm";
-import { environments, projects } from "../../shared/db/schema";
+import { projects } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import type { AppContext } from "../../shared/http/context";
-import { ApiError } from "../../shared/http/errors";
 import { pageOf, toPage, DEFAULT_LIMIT, MAX_LIMIT, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { newId } from "../../shared/ids";
 import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdateProjectBody } from "./schema";
-import { slugCandidates } from "./slug";
-import { findProject, mergeOptions, projectNotFound, projectView, projectViews } from "./store";
+import { createProject, findProject, mergeOptions, projectNotFound, projectView, projectViews } from "./store";
 
 const TAGS = ["Projects"];
 const ProjectPage = pageOf(ProjectSchema, "ProjectPage");
@@ -91,31 +88,7 @@ async function page(c: AppContext, query: { limit: number; cursor?: string }) {
 
 async function insertProject(db: Db, orgId: string, body: z.infer<typeof CreateProjectBody>) {
   const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
-  return db.transaction(async (tx) => {
-    // The slug is unique across the deployment: try the base, then random suffixes.
-    for (const slug of slugCandidates(body.name)) {
-      const [row] = await tx
-        .insert(projects)
-        .values({
-          id: newId("prj"),
-          orgId,
-          name: body.name,
-          slug,
-          framework: body.framework ?? "auto",
-          gitProvider,
-          gitOwner: body.gitOwner ?? null,
-          gitRepo: body.gitRepo ?? null,
-          gitBranch: body.gitBranch ?? null,
-          options: body.buildCommand ? { buildCommand: body.buildCommand } : {},
-        })
-        .onConflictDoNothing({ target: projects.slug })
-        .returning();
-      if (!row) continue;
-      await tx.insert(environments).values({ id: newId("env"), orgId, projectId: row.id, name: "production", kind: "production" });
-      return row;
-    }
-    throw new ApiError("conflict", "Could not allocate a free-route slug for this name; retry or choose another name");
-  });
+  return db.transaction((tx) => createProject(tx, orgId, body, gitProvider, body.buildCommand ? { buildCommand: body.buildCommand } : {}));
 }
 
 export const projectsCrudRouter = createRouter()

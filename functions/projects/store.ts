@@ -4,10 +4,12 @@
  * 404 ("Project not found").
  */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
-import { deployments, domains, environments, projects } from "../../shared/db/schema";
-import type { Executor } from "../../shared/db/types";
+import { deployments, domains, environments, projects, type ProjectOptions } from "../../shared/db/schema";
+import type { Executor, Tx } from "../../shared/db/types";
 import type { ServiceConfig } from "../../shared/http/context";
-import { notFound } from "../../shared/http/errors";
+import { ApiError, notFound } from "../../shared/http/errors";
+import { newId } from "../../shared/ids";
+import { slugCandidates } from "./slug";
 import type { ProjectView } from "./schema";
 
 export type ProjectRow = typeof projects.$inferSelect;
@@ -117,4 +119,47 @@ export function mergeOptions(set: Record<string, string>, cleared: string[]) {
     cleared.map((k) => sql`${k}`),
     sql`, `,
   )}]::text[]`;
+}
+
+export interface NewProject {
+  name: string;
+  framework?: string | null;
+  gitOwner?: string | null;
+  gitRepo?: string | null;
+  gitBranch?: string | null;
+}
+
+/**
+ * Records a project and its production environment (POST /api/projects and
+ * ensure). The slug is unique across the deployment: the base, then random suffixes.
+ */
+export async function createProject(
+  tx: Tx,
+  orgId: string,
+  fields: NewProject,
+  gitProvider: ProjectRow["gitProvider"],
+  options: ProjectOptions,
+): Promise<ProjectRow> {
+  for (const slug of slugCandidates(fields.name)) {
+    const [row] = await tx
+      .insert(projects)
+      .values({
+        id: newId("prj"),
+        orgId,
+        name: fields.name,
+        slug,
+        framework: fields.framework ?? "auto",
+        gitProvider,
+        gitOwner: fields.gitOwner ?? null,
+        gitRepo: fields.gitRepo ?? null,
+        gitBranch: fields.gitBranch ?? null,
+        options,
+      })
+      .onConflictDoNothing({ target: projects.slug })
+      .returning();
+    if (!row) continue;
+    await tx.insert(environments).values({ id: newId("env"), orgId, projectId: row.id, name: "production", kind: "production" });
+    return row;
+  }
+  throw new ApiError("conflict", "Could not allocate a free-route slug for this name; retry or choose another name");
 }
