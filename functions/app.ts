@@ -8,6 +8,7 @@ import { Scalar } from "@scalar/hono-api-reference";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices } from "../shared/http/context";
+import { describeError } from "../shared/http/error-log";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
@@ -81,11 +82,7 @@ export function createApp(deps: AppDeps) {
   app.onError((err, c) => {
     if (err instanceof ApiError) return problemResponse(c, err);
     if (err instanceof HTTPException) return problemResponse(c, fromHttpException(err));
-    logger.error("unhandled error", {
-      requestId: c.get("requestId"),
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
+    logger.error("unhandled error", { requestId: c.get("requestId"), ...describeError(err) });
     return problemResponse(c, new ApiError("internal", "Unexpected error; quote the requestId when reporting it"));
   });
 

@@ -73,8 +73,10 @@ const patch = defineRoute({
   path: "/projects/{id}/env",
   tags: ["Projects"],
   summary: "Merge env var changes",
-  description: `A merge, applied atomically: \`upserts\` are inserted or updated, \`deletes\` removed (an absent key is ignored), every other variable, untouched masked secrets included, stays as it is. Keys are environment variable names (\`[A-Za-z_][A-Za-z0-9_]*\`, at most 256 characters); values at most 32768 characters; at most ${MAX_CHANGES} upserts and ${MAX_CHANGES} deletes per request. A key twice in \`upserts\`, or in both \`upserts\` and \`deletes\`, is 400. The masked placeholder \`${MASK}\` sent as a secret's value keeps the stored value; sent for a plain or new variable, or to make a secret plain, it is 400. Secret values are encrypted at rest, bound to their row.`,
+  description: `A merge, applied atomically: \`upserts\` are inserted or updated, \`deletes\` removed (an absent key is ignored), every other variable, untouched masked secrets included, stays as it is. Keys are environment variable names (\`[A-Za-z_][A-Za-z0-9_]*\`, at most 256 characters); values at most 32768 characters; at most ${MAX_CHANGES} upserts and ${MAX_CHANGES} deletes per request. A key twice in \`upserts\`, or in both \`upserts\` and \`deletes\`, is 400. The masked placeholder \`${MASK}\` sent as a secret's value keeps the stored value; sent for a plain or new variable, or to make a secret plain, it is 400. Secret values are encrypted at rest, bound to their row. The body may be up to 8 MiB (a full request of long values); larger: 413.`,
   permission: "project:write",
+  // 200 values of 32768 characters need more than the default 1 MiB.
+  bodyLimit: 8 * 1024 * 1024,
   request: { params: ProjectIdParam, body: jsonRequest(EnvPatchBody) },
   responses: {
     200: jsonResponse(

@@ -1,21 +1,80 @@
 /**
- * Strict JSON bodies: a route that takes a body refuses an empty body, another
- * media type, malformed JSON or a non-object with a 400, before validation runs
- * (the stock validator would treat them as `{}`), and strings Postgres cannot
- * store faithfully (see safe-text.ts).
+ * Strict, bounded JSON bodies. A route that takes a body refuses an empty body,
+ * another media type, malformed JSON or a non-object with a 400, before
+ * validation runs (the stock validator would treat them as `{}`), and strings
+ * Postgres cannot store faithfully (see safe-text.ts).
+ *
+ * Hostile bodies are cheap to refuse: the size limit holds while reading, with or
+ * without Content-Length (nothing is buffered past it: 413), and nesting deeper
+ * than MAX_JSON_DEPTH is found by one linear pass over the text before
+ * `JSON.parse`, so no later step (validation, the unsafe-text scan,
+ * `JSON.stringify` on the way to the database) can recurse deeply.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context";
-import { badRequest } from "./errors";
+import { ApiError, badRequest } from "./errors";
 import { findUnsafeText, UNSAFE_TEXT_DETAIL } from "./safe-text";
+
+/** Default request body limit of a JSON route (routes that need more declare `bodyLimit`). */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+/** Deepest nesting of arrays and objects a request body may have. */
+export const MAX_JSON_DEPTH = 64;
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
-export const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim();
-  if (!JSON_TYPE.test(type)) throw badRequest(undefined, "Request body must be JSON (Content-Type: application/json)");
-  const text = await c.req.text();
-  if (!text.trim()) throw badRequest(undefined, "Request body is empty; a JSON object is required");
+export const formatBytes = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+
+export const bodyTooLarge = (limit: number) =>
+  new ApiError("payload_too_large", `The request body is larger than this route's limit of ${formatBytes(limit)} (${limit} bytes)`);
+
+/**
+ * The body as text, read under `limit` bytes: a larger Content-Length is refused
+ * before a byte is read, and a body that grows past the limit is cut off (the
+ * stream is cancelled; the server answers without reading the rest).
+ */
+export async function readBodyText(req: Request, limit: number): Promise<string> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) throw bodyTooLarge(limit);
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw bodyTooLarge(limit);
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+/** True when arrays/objects nest deeper than `max`; one pass, strings skipped, malformed text left to JSON.parse. */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
+/** Parses a non-empty body text into the JSON object the validator receives, or throws the 400. */
+function parseObject(text: string): Record<string, unknown> {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw badRequest(undefined, `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -27,7 +86,42 @@ export const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   const unsafe = findUnsafeText(parsed);
   if (unsafe) throw badRequest(unsafe, `${unsafe} ${UNSAFE_TEXT_DETAIL}`);
-  // Hand the parsed value to the validator instead of parsing twice.
-  c.req.bodyCache.json = Promise.resolve(parsed);
-  return next();
-};
+  return parsed as Record<string, unknown>;
+}
+
+function hasJsonType(c: Context<AppEnv>): boolean {
+  return JSON_TYPE.test((c.req.header("content-type") ?? "").split(";")[0]!.trim());
+}
+
+/** Hands the parsed value to the validator instead of parsing twice. */
+function provide(c: Context<AppEnv>, value: Record<string, unknown>) {
+  c.req.bodyCache.json = Promise.resolve(value);
+}
+
+/** A required JSON object body of at most `limit` bytes. */
+export function jsonBody(limit = MAX_JSON_BODY_BYTES): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!hasJsonType(c)) throw badRequest(undefined, "Request body must be JSON (Content-Type: application/json)");
+    const text = await readBodyText(c.req.raw, limit);
+    if (!text.trim()) throw badRequest(undefined, "Request body is empty; a JSON object is required");
+    provide(c, parseObject(text));
+    return next();
+  };
+}
+
+/**
+ * An optional JSON object body: no body, or an empty one whatever its
+ * Content-Type, reads as `{}`; any other body follows the strict rules.
+ */
+export function optionalJsonBody(limit = MAX_JSON_BODY_BYTES): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const text = await readBodyText(c.req.raw, limit);
+    if (text.trim() === "") {
+      provide(c, {});
+      return next();
+    }
+    if (!hasJsonType(c)) throw badRequest(undefined, "Request body must be JSON (Content-Type: application/json)");
+    provide(c, parseObject(text));
+    return next();
+  };
+}

@@ -13,7 +13,7 @@ export const ProblemSchema = z
   })
   .openapi("Problem");
 
-const problem = (description: string) => ({
+export const problem = (description: string) => ({
   description,
   content: { "application/problem+json": { schema: ProblemSchema } },
 });

@@ -11,15 +11,34 @@ const UNSAFE = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])
 
 export const isUnsafeText = (s: string) => UNSAFE.test(s);
 
-/** The dotted path of the first unsafe string (or object key) in a JSON value, if any. */
-export function findUnsafeText(value: unknown, path: string[] = []): string | undefined {
-  if (typeof value === "string") return isUnsafeText(value) ? path.join(".") || "body" : undefined;
-  if (value === null || typeof value !== "object") return undefined;
-  for (const [key, child] of Object.entries(value)) {
-    const childPath = [...path, key];
-    if (isUnsafeText(key)) return childPath.join(".");
-    const found = findUnsafeText(child, childPath);
-    if (found) return found;
+/**
+ * The dotted path of the first unsafe string (or object key) in a JSON value, if
+ * any. Iterative, with parent links instead of copied paths, so it stays linear
+ * in the size of the value whatever its depth.
+ */
+export function findUnsafeText(value: unknown): string | undefined {
+  type Frame = { value: unknown; key?: string; parent?: Frame };
+  const pathOf = (frame: Frame) => {
+    const keys: string[] = [];
+    for (let f: Frame | undefined = frame; f?.key !== undefined; f = f.parent) keys.push(f.key);
+    return keys.reverse().join(".") || "body";
+  };
+  const stack: Frame[] = [{ value }];
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    if (frame.key !== undefined && isUnsafeText(frame.key)) return pathOf(frame);
+    const current = frame.value;
+    if (typeof current === "string") {
+      if (isUnsafeText(current)) return pathOf(frame);
+      continue;
+    }
+    if (current === null || typeof current !== "object") continue;
+    const entries = Object.entries(current);
+    // Pushed in reverse so the first unsafe value in document order is found first.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, child] = entries[i]!;
+      stack.push({ value: child, key, parent: frame });
+    }
   }
   return undefined;
 }

@@ -40,7 +40,9 @@ export function buildRequest(path: string, init: RequestOptions = {}): Request {
     headers.set("content-type", "application/json");
     body = JSON.stringify(init.json);
   }
-  return new Request(`http://workspace.test${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body });
+  // A streamed body (no Content-Length: sent chunked) needs half-duplex on Node.
+  const duplex = body instanceof ReadableStream ? { duplex: "half" } : {};
+  return new Request(`http://workspace.test${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body, ...duplex } as RequestInit);
 }
 
 /** Thrown by the Postgres and Worker harness factories when the run has no Postgres. */

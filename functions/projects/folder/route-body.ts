@@ -7,24 +7,14 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../../../shared/http/context";
-import { jsonBody } from "../../../shared/http/json-body";
+import { MAX_JSON_BODY_BYTES, optionalJsonBody } from "../../../shared/http/json-body";
 
 type Defined = RouteConfig & { middleware: MiddlewareHandler<AppEnv>[] };
-
-/** No body, or an empty one, reads as `{}`; any other body follows the strict JSON rules. */
-const optionalJsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const text = await c.req.text();
-  if (text.trim() === "") {
-    c.req.bodyCache.json = Promise.resolve({});
-    return next();
-  }
-  return jsonBody(c, next);
-};
 
 export function withOptionalJsonBody<R extends Defined, S>(route: R, schema: S, description: string) {
   return createRoute({
     ...route,
-    middleware: [...route.middleware, optionalJsonBody],
+    middleware: [...route.middleware, optionalJsonBody(MAX_JSON_BODY_BYTES)],
     request: { ...route.request, body: { required: false, description, content: { "application/json": { schema } } } },
   });
 }

@@ -7,6 +7,7 @@ import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
 import type { UploadStorage } from "../../../shared/storage/types";
 import { deleteExpiredSession, expiredSessions } from "./store";
+import { describeError } from "../../../shared/http/error-log";
 
 export async function sweepExpiredUploads(opts: { db: Db; uploads: UploadStorage; now: Date; logger: Logger; batch?: number }): Promise<number> {
   const { db, uploads, now, logger } = opts;
@@ -17,7 +18,7 @@ export async function sweepExpiredUploads(opts: { db: Db; uploads: UploadStorage
       await deleteExpiredSession(db, session.id, now);
       removed++;
     } catch (e) {
-      logger.error("upload sweep: could not remove an expired upload", { sessionId: session.id, error: e instanceof Error ? e.message : String(e) });
+      logger.error("upload sweep: could not remove an expired upload", { sessionId: session.id, ...describeError(e) });
     }
   }
   if (removed > 0) logger.info("upload sweep", { removed });

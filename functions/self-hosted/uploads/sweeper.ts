@@ -12,6 +12,7 @@ import type { DiskStorage } from "../../../shared/storage/disk";
 import { SESSION_TTL_MS } from "../../../shared/storage/limits";
 import type { UploadStorage } from "../../../shared/storage/types";
 import { sweepExpiredUploads } from "../../projects/folder/sweep";
+import { describeError } from "../../../shared/http/error-log";
 
 export const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 /** A file no session owns is left alone this long (its session row may be a moment away from being read). */
@@ -48,7 +49,7 @@ export function startUploadSweeper(opts: { db: Db; uploads: UploadStorage; logge
   let stopped = false;
   const run = () => {
     running = sweepUploadsOnce(opts.db, opts.uploads, new Date(), opts.logger)
-      .catch((e) => opts.logger.error("upload sweep failed", { error: e instanceof Error ? e.message : String(e) }))
+      .catch((e) => opts.logger.error("upload sweep failed", describeError(e)))
       .finally(() => {
         running = undefined;
         if (!stopped) timer = setTimeout(run, opts.intervalMs ?? SWEEP_INTERVAL_MS).unref();
