@@ -15,7 +15,7 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openPglite } from "../../shared/db/pglite";
 import { freshDatabase } from "../support/fresh-database";
-import { startWsProxy } from "../../shared/db/ws-proxy";
+import { databaseTarget, startWsProxy } from "../../shared/db/ws-proxy";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -67,7 +67,7 @@ export default async function setup(project: TestProject) {
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   project.provide("pgliteDump", dumpPath);
 
-  const proxy = await startWsProxy();
+  const proxy = await startWsProxy({ target: databaseTarget(ADMIN_URL) });
   cleanups.push(proxy.close);
   project.provide("wsProxyUrl", proxy.url);
 
