@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { pathId } from "../../shared/http/params";
 import { ROLES, TAGS } from "../../shared/auth/permissions";
 
-export const RoleSchema = z.enum(ROLES).openapi({ description: "owner and admin: every tag; member: all but the *:admin tags; viewer: read tags plus settings and notifications" });
+export const RoleSchema = z.enum(ROLES).openapi({ description: "owner and admin: every tag; member: all but the *:admin tags; viewer: read tags plus settings and notifications; every role holds token:manage (its own tokens)" });
 export const TagSchema = z.enum(TAGS);
 export const Name = z.string().trim().min(1).max(200);
 export const Email = z.email().max(320);
@@ -24,7 +24,7 @@ export const TokenSchema = z
     name: z.string(),
     displayPrefix: z.string().openapi({ description: "The token's first characters, to recognize it" }),
     scopes: z.array(TagSchema).nullable().openapi({ description: "null: every tag the role grants" }),
-    expiresAt: z.string().nullable(),
+    expiresAt: z.string().nullable().openapi({ description: "null: never expires. Never later than the expiry of the token that minted it" }),
     createdAt: z.string(),
   })
   .openapi("Token");

@@ -1,12 +1,18 @@
 /**
- * Personal access tokens of the caller. A new token's scopes must lie within
- * the caller's effective tags; omitted scopes inherit the calling token's, so a
- * scoped token can never mint a broader one. Revoking is immediate. Only
- * personal tokens are listed here; deployment-session tokens expire by themselves.
+ * Personal access tokens of the caller, behind `token:manage`: a narrowly scoped
+ * token cannot see, mint or revoke the user's other tokens. A new token's scopes
+ * must lie within the caller's effective tags; omitted scopes inherit the calling
+ * token's, so a scoped token can never mint a broader one, and its expiry is
+ * capped at the calling token's, so it never outlives it either. Revoking is
+ * immediate and revokes that token only (no lineage is kept: tokens it minted are
+ * listed and revoked one by one). Only personal tokens are listed here;
+ * deployment-session tokens expire by themselves.
  */
 import { z } from "@hono/zod-openapi";
 import { pathId } from "../../shared/http/params";
 import { and, asc, eq, gt, isNull } from "drizzle-orm";
+import { holdsPersonalTag, TAGS } from "../../shared/auth/permissions";
+import { capToParent } from "../../shared/auth/token-lifetime";
 import { apiTokens } from "../../shared/db/schema";
 import { badRequest, notFound } from "../../shared/http/errors";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
@@ -30,13 +36,15 @@ const create = defineRoute({
   path: "/tokens",
   tags: ["Identity"],
   summary: "Create a personal access token (shown once)",
-  permission: "authenticated",
+  description:
+    "Requires `token:manage`. The new token's `scopes` must lie within the caller's effective tags (400 naming `scopes` otherwise); omitted, they are the calling token's. The new token never outlives the calling token: when the calling token has an expiry, an omitted `expiresAt` becomes that expiry and a later one is lowered to it (no error); the response's `expiresAt` is the effective one. A token minted this way is independent afterwards: revoking the calling token does not revoke it.",
+  permission: "token:manage",
   request: {
     body: jsonRequest(
       z.strictObject({
         name: Name,
         scopes: z.array(TagSchema).max(32).optional().openapi({ description: "Subset of the caller's effective tags; omitted: the calling token's scopes" }),
-        expiresAt: z.iso.datetime({ offset: true }).optional().openapi({ description: "Must be in the future" }),
+        expiresAt: z.iso.datetime({ offset: true }).optional().openapi({ description: "Must be in the future; capped at the calling token's expiry, if it has one" }),
       }),
     ),
   },
@@ -48,7 +56,9 @@ const list = defineRoute({
   path: "/tokens",
   tags: ["Identity"],
   summary: "List the caller's active tokens",
-  permission: "authenticated",
+  description:
+    "Requires `token:manage`. The caller's own unrevoked personal tokens (deployment-session tokens are not listed), oldest first, never with the secret.",
+  permission: "token:manage",
   request: { query: PageQuery },
   responses: { 200: jsonResponse(pageOf(TokenSchema, "TokenPage"), "Tokens, oldest first") },
 });
@@ -58,7 +68,9 @@ const revoke = defineRoute({
   path: "/tokens/{id}",
   tags: ["Identity"],
   summary: "Revoke one of the caller's tokens",
-  permission: "authenticated",
+  description:
+    "Requires `token:manage` (a token scoped without it cannot revoke any token, itself included). Takes effect on the next request. Revokes this token only, not the tokens it minted. Another user's token id answers 404 like an unknown one.",
+  permission: "token:manage",
   request: { params: z.object({ id: pathId("id") }) },
   responses: { 204: { description: "Revoked" } },
 });
@@ -69,11 +81,14 @@ export const tokensRouter = createRouter()
     const caller = callerOf(c);
     const scopes = body.scopes ? [...new Set(body.scopes)] : caller.scopes;
     if (body.scopes) {
-      const beyond = body.scopes.find((s) => !caller.tags.includes(s));
-      if (beyond) throw badRequest("scopes", `scope '${beyond}' is beyond your permissions in the active organization`, caller.tags);
+      // Personal tags (token:manage) are held through the scopes alone, even without an organization.
+      const held = TAGS.filter((t) => caller.tags.includes(t) || holdsPersonalTag(caller.scopes, t));
+      const beyond = body.scopes.find((s) => !held.includes(s));
+      if (beyond) throw badRequest("scopes", `scope '${beyond}' is beyond your permissions in the active organization`, held);
     }
-    const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
-    if (expiresAt && expiresAt <= c.get("clock")()) throw badRequest("expiresAt", "expiresAt must be in the future");
+    const wanted = body.expiresAt ? new Date(body.expiresAt) : null;
+    if (wanted && wanted <= c.get("clock")()) throw badRequest("expiresAt", "expiresAt must be in the future");
+    const expiresAt = await capToParent(c.get("db"), caller.tokenId, wanted);
     const { row, token } = await issueToken(c.get("db"), { userId: caller.userId, name: body.name, scopes, expiresAt });
     return c.json({ ...view(row), token }, 201);
   })

@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { and, desc, eq, lt } from "drizzle-orm";
 import { SESSION_TOKEN_PREFIX, displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
+import { capToParent } from "../../shared/auth/token-lifetime";
 import { apiTokens, DEPLOYMENT_STATUSES, deployments, environments } from "../../shared/db/schema";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
@@ -47,7 +48,7 @@ const session = defineRoute({
   tags: ["Projects"],
   summary: "Open a read-only deployment/build session",
   description:
-    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes, for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
+    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes (never past the calling token's own expiry), for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
   permission: "project:read",
   request: { params: ProjectIdParam },
   responses: {
@@ -105,7 +106,7 @@ export const deploymentsRouter = createRouter()
   .openapi(session, async (c) => {
     const caller = callerOf(c);
     const token = generateToken(SESSION_TOKEN_PREFIX);
-    const expiresAt = new Date(c.get("clock")().getTime() + SESSION_TTL_MS);
+    const expiresAt = await capToParent(c.get("db"), caller.tokenId, new Date(c.get("clock")().getTime() + SESSION_TTL_MS));
     const scopes = SESSION_TAGS.filter((t) => caller.tags.includes(t));
     const tokenHash = await hashToken(token);
     const projectId = await c.get("db").transaction(async (tx) => {

@@ -15,6 +15,8 @@ export const TAGS = [
   "notifications:admin",
   /** Ours, not the spec's: manage members and invitations. */
   "org:admin",
+  /** Ours: list, mint and revoke the caller's own tokens. Every role holds it. */
+  "token:manage",
 ] as const;
 
 export type Tag = (typeof TAGS)[number];
@@ -36,8 +38,21 @@ export const ROLE_TAGS: Record<Role, readonly Tag[]> = {
     "settings:write",
     "notifications:read",
     "notifications:write",
+    "token:manage",
   ],
 };
+
+/**
+ * Tags every role holds because they concern only the caller's own things (their
+ * tokens), not the organization's: a token holds them through its scopes alone, so
+ * a user who belongs to no organization can still revoke their tokens.
+ */
+const PERSONAL_TAGS: readonly Tag[] = ["token:manage"];
+
+/** Whether a token with these scopes holds `tag` whatever its organization (see PERSONAL_TAGS). */
+export function holdsPersonalTag(scopes: readonly string[] | null, tag: Tag): boolean {
+  return PERSONAL_TAGS.includes(tag) && (scopes === null || scopes.includes(tag));
+}
 
 export function isTag(value: string): value is Tag {
   return (TAGS as readonly string[]).includes(value);

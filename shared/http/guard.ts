@@ -5,7 +5,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { authenticate } from "../auth/authenticate";
-import type { Tag } from "../auth/permissions";
+import { holdsPersonalTag, type Tag } from "../auth/permissions";
 import type { AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { isUnsafeText } from "./safe-text";
@@ -39,7 +39,7 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
     }
     c.set("caller", result.caller);
-    if (access !== "public" && access !== "authenticated") {
+    if (access !== "public" && access !== "authenticated" && !holdsPersonalTag(result.caller.scopes, access)) {
       if (!result.caller.orgId) throw new ApiError("forbidden", "No active organization; send X-Organization-Id");
       if (!result.caller.tags.includes(access)) throw new ApiError("forbidden", `Missing permission '${access}'`);
     }

@@ -1,5 +1,7 @@
 /** Identity: the caller, organizations, roles, tokens, members and invitations. */
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { apiTokens } from "../../shared/db/schema";
 import { ROLES, TAGS, type Tag } from "../../shared/auth/permissions";
 import { newId } from "../../shared/ids";
 import {
@@ -22,6 +24,7 @@ const VIEWER_TAGS = [
   "settings:write",
   "notifications:read",
   "notifications:write",
+  "token:manage",
 ];
 
 const sorted = <T>(values: readonly T[]) => [...values].sort();
@@ -65,7 +68,7 @@ export function identitySuite(h: Harness) {
         expect(body.user).toEqual({ id: t.userId, email: t.email, name: "Test Owner" });
         expect(body.organizations).toEqual([{ id: t.orgId, name: `org ${t.email}`, role: "owner" }]);
         expect(body.activeOrganizationId).toBe(t.orgId);
-        expect(body.tags).toHaveLength(11);
+        expect(body.tags).toHaveLength(12);
         expect(sorted(body.tags)).toEqual(sorted(TAGS));
         expect(body.tags).toContain("org:admin");
         expect(body.tokenScopes).toBeNull();
@@ -215,10 +218,10 @@ export function identitySuite(h: Harness) {
 
       it("omitted scopes inherit the calling token's, and a scoped token cannot mint a broader one", async () => {
         const t = await seedTenant(h);
-        const scoped = await seedToken(h, t.userId, { scopes: ["settings:read", "project:list"] });
+        const scoped = await seedToken(h, t.userId, { scopes: ["settings:read", "project:list", "token:manage"] });
         const child = await expectStatus(await createToken(scoped.token, { name: "child" }), 201);
-        expect(sorted(child.scopes)).toEqual(["project:list", "settings:read"]);
-        expect(sorted((await me(child.token)).tags)).toEqual(["project:list", "settings:read"]);
+        expect(sorted(child.scopes)).toEqual(["project:list", "settings:read", "token:manage"]);
+        expect(sorted((await me(child.token)).tags)).toEqual(["project:list", "settings:read", "token:manage"]);
         await expectProblem(await createToken(scoped.token, { name: "broader", scopes: ["settings:write"] }), 400, "scopes");
         await expectProblem(await createToken(child.token, { name: "broader", scopes: ["org:admin"] }), 400, "scopes");
         // An unscoped token mints an unscoped one.
@@ -270,6 +273,118 @@ export function identitySuite(h: Harness) {
         expect(foreign).toEqual(unknown);
         // The other user's token still works.
         await me(otherToken.token);
+      });
+
+      it("a child never outlives its parent: expiresAt is capped at the calling token's expiry", async () => {
+        const t = await seedTenant(h);
+        const parentExpiry = new Date(Date.now() + 5 * 60_000);
+        // The reported case, with the tag that minting now needs: a narrow token expiring in 5 minutes.
+        const parent = await seedToken(h, t.userId, { scopes: ["settings:read", "token:manage"], expiresAt: parentExpiry });
+        const omitted = await expectStatus(await createToken(parent.token, { name: "no expiry asked" }), 201);
+        expect(new Date(omitted.expiresAt).getTime()).toBe(parentExpiry.getTime());
+        const later = await expectStatus(
+          await createToken(parent.token, { name: "a year asked", expiresAt: new Date(Date.now() + 365 * 86400_000).toISOString() }),
+          201,
+        );
+        expect(new Date(later.expiresAt).getTime()).toBe(parentExpiry.getTime());
+        const earlier = new Date(Date.now() + 60_000);
+        const shorter = await expectStatus(await createToken(parent.token, { name: "shorter", expiresAt: earlier.toISOString() }), 201);
+        expect(new Date(shorter.expiresAt).getTime()).toBe(earlier.getTime());
+        // The list reports the effective expiry, and a grandchild is capped as well.
+        const list = await expectStatus(await h.request("/api/tokens?limit=100", { token: t.token }), 200);
+        expect(list.items.find((i: { id: string }) => i.id === later.id).expiresAt).toBe(later.expiresAt);
+        const grandchild = await expectStatus(await createToken(shorter.token, { name: "grandchild" }), 201);
+        expect(new Date(grandchild.expiresAt).getTime()).toBe(earlier.getTime());
+      });
+
+      it("a child of a non-expiring token keeps the expiry it asked for, or none", async () => {
+        const t = await seedTenant(h);
+        const wanted = new Date(Date.now() + 365 * 86400_000);
+        const child = await expectStatus(await createToken(t.token, { name: "a year", expiresAt: wanted.toISOString() }), 201);
+        expect(new Date(child.expiresAt).getTime()).toBe(wanted.getTime());
+        const forever = await expectStatus(await createToken(t.token, { name: "forever" }), 201);
+        expect(forever.expiresAt).toBeNull();
+        // Its own child is capped at its expiry in turn.
+        const grandchild = await expectStatus(await createToken(child.token, { name: "grandchild" }), 201);
+        expect(new Date(grandchild.expiresAt).getTime()).toBe(wanted.getTime());
+      });
+
+      it("a deployment session never outlives the token that created it", async () => {
+        const t = await seedTenant(h);
+        const project = await expectStatus(await h.request("/api/projects", { token: t.token, json: { name: `proj ${newId("n")}` } }), 201);
+        const parentExpiry = new Date(Date.now() + 60_000);
+        const parent = await seedToken(h, t.userId, { expiresAt: parentExpiry });
+        const s = await expectStatus(await h.request(`/api/projects/${project.id}/deployment-session`, { method: "POST", token: parent.token }), 201);
+        expect(new Date(s.expiresAt).getTime()).toBe(parentExpiry.getTime());
+        const [row] = await h.db.select({ expiresAt: apiTokens.expiresAt }).from(apiTokens).where(eq(apiTokens.projectId, project.id));
+        expect(row!.expiresAt!.getTime()).toBe(parentExpiry.getTime());
+        // From a non-expiring token: the usual 15 minutes.
+        const full = await expectStatus(await h.request(`/api/projects/${project.id}/deployment-session`, { method: "POST", token: t.token }), 201);
+        expect(new Date(full.expiresAt).getTime() - Date.now()).toBeGreaterThan(14 * 60_000);
+      });
+
+      it("a token scoped without token:manage can neither list, mint nor revoke tokens", async () => {
+        const t = await seedTenant(h);
+        const narrow = await seedToken(h, t.userId, { scopes: ["settings:read"] });
+        const full = await seedToken(h, t.userId);
+        for (const res of [
+          await h.request("/api/tokens", { token: narrow.token }),
+          await createToken(narrow.token, { name: "child" }),
+          await createToken(narrow.token, { name: "child", scopes: ["settings:read"] }),
+          await h.request(`/api/tokens/${full.id}`, { method: "DELETE", token: narrow.token }),
+          await h.request(`/api/tokens/${narrow.id}`, { method: "DELETE", token: narrow.token }),
+        ]) {
+          const p = await expectProblem(res, 403);
+          expect(p.detail).toContain("token:manage");
+        }
+        // Nothing was revoked; the narrow token still does what it is for.
+        await me(full.token);
+        await expectStatus(await h.request("/api/settings", { token: narrow.token }), 200);
+        // An unscoped token holds token:manage through its role, whatever the role.
+        const viewer = await seedMember(h, t.orgId, "viewer");
+        await expectStatus(await h.request("/api/tokens", { token: viewer.token }), 200);
+      });
+
+      it("a token scoped with token:manage lists, mints and revokes the user's tokens", async () => {
+        const t = await seedTenant(h);
+        const manager = await seedToken(h, t.userId, { scopes: ["token:manage"] });
+        const victim = await seedToken(h, t.userId);
+        const list = await expectStatus(await h.request("/api/tokens?limit=100", { token: manager.token }), 200);
+        expect(list.items.map((i: { id: string }) => i.id)).toEqual(expect.arrayContaining([manager.id, victim.id]));
+        const child = await expectStatus(await createToken(manager.token, { name: "child" }), 201);
+        expect(child.scopes).toEqual(["token:manage"]);
+        // Still no broader than itself.
+        await expectProblem(await createToken(manager.token, { name: "broader", scopes: ["settings:read"] }), 400, "scopes");
+        await expectStatus(await h.request(`/api/tokens/${victim.id}`, { method: "DELETE", token: manager.token }), 204);
+        await expectProblem(await h.request("/api/me", { token: victim.token }), 401);
+        // An unscoped token may grant it.
+        const granted = await expectStatus(await createToken(t.token, { name: "granted", scopes: ["settings:read", "token:manage"] }), 201);
+        expect(sorted(granted.scopes)).toEqual(["settings:read", "token:manage"]);
+      });
+
+      it("revoking a token does not revoke the tokens it minted", async () => {
+        const t = await seedTenant(h);
+        const parent = await seedToken(h, t.userId);
+        const child = await expectStatus(await createToken(parent.token, { name: "child" }), 201);
+        await expectStatus(await h.request(`/api/tokens/${parent.id}`, { method: "DELETE", token: t.token }), 204);
+        await expectProblem(await h.request("/api/me", { token: parent.token }), 401);
+        expect((await me(child.token)).user.id).toBe(t.userId);
+        const list = await expectStatus(await h.request("/api/tokens?limit=100", { token: t.token }), 200);
+        expect(list.items.map((i: { id: string }) => i.id)).toContain(child.id);
+      });
+
+      it("a user in no organization still manages their tokens, within their token's scopes", async () => {
+        const t = await seedTenant(h);
+        const m = await seedMember(h, t.orgId, "member");
+        const narrow = await seedToken(h, m.userId, { scopes: ["settings:read"] });
+        const spare = await seedToken(h, m.userId);
+        await expectStatus(await removeMember(t.token, t.orgId, m.userId), 204);
+        expect((await me(m.token)).activeOrganizationId).toBeNull();
+        await expectStatus(await h.request("/api/tokens", { token: m.token }), 200);
+        const child = await expectStatus(await createToken(m.token, { name: "child", scopes: ["token:manage"] }), 201);
+        await expectStatus(await h.request(`/api/tokens/${spare.id}`, { method: "DELETE", token: child.token }), 204);
+        await expectProblem(await h.request("/api/tokens", { token: narrow.token }), 403);
+        await expectProblem(await h.request(`/api/tokens/${narrow.id}`, { method: "DELETE", token: narrow.token }), 403);
       });
 
       it("an expired token answers 401", async () => {

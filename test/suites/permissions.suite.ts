@@ -89,11 +89,14 @@ export function permissionsSuite(h: Harness) {
         "delete /api/orgs/{orgId}/members/{userId}": "org:admin",
         "post /api/orgs/{orgId}/invitations": "org:admin",
         "post /api/invitations/accept": "public",
-        "post /api/tokens": "authenticated",
-        "get /api/tokens": "authenticated",
-        "delete /api/tokens/{id}": "authenticated",
+        "post /api/tokens": "token:manage",
+        "get /api/tokens": "token:manage",
+        "delete /api/tokens/{id}": "token:manage",
       };
       for (const [key, permission] of Object.entries(expected)) expect(index.get(key), key).toBe(permission);
+      // Every tag guards at least one route, so the matrix below covers each of them.
+      const used = new Set(ops.map((op) => op.permission));
+      expect(TAGS.filter((tag) => !used.has(tag))).toEqual([]);
 
       // The security requirement agrees with the permission.
       for (const op of ops) {
@@ -161,6 +164,23 @@ export function permissionsSuite(h: Harness) {
         const text = await res.text();
         return [401, 403].includes(res.status) || res.status >= 500 ? `got ${res.status}: ${text}` : null;
       });
+    });
+
+    it("every role holds token:manage; a token scoped without it gets 403 on every token route", async () => {
+      const t = await seedTenant(h);
+      const ops = (await operations()).filter((op) => op.permission === "token:manage");
+      expect(ops.map((op) => `${op.method} ${op.path}`).sort()).toEqual(["delete /api/tokens/{id}", "get /api/tokens", "post /api/tokens"]);
+      for (const role of ["owner", "admin", "member", "viewer"] as const) {
+        expect(ROLE_TAGS[role], role).toContain("token:manage");
+        const m = role === "owner" ? t : await seedMember(h, t.orgId, role);
+        await each(ops, async (op) => {
+          const res = await call(op, t.orgId, { token: m.token });
+          const text = await res.text();
+          return [401, 403].includes(res.status) || res.status >= 500 ? `${role} got ${res.status}: ${text}` : null;
+        });
+        const scoped = await seedMember(h, t.orgId, role, { scopes: ROLE_TAGS[role].filter((x) => x !== "token:manage") });
+        await each(ops, async (op) => expect403(await call(op, t.orgId, { token: scoped.token })));
+      }
     });
 
     it("a member gets 403 on the project:admin, notifications:admin and org:admin routes", async () => {
