@@ -4,7 +4,6 @@
  * pass them in; handlers reach every service through `c.var`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { Scalar } from "@scalar/hono-api-reference";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices } from "../shared/http/context";
@@ -14,6 +13,7 @@ import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import { validationHook } from "../shared/http/validation";
+import { mountDocs } from "./docs";
 import { identityRouter } from "./identity";
 import { notificationsRouter } from "./notifications";
 import { projectsRouter } from "./projects";
@@ -111,7 +111,7 @@ export function createApp(deps: AppDeps) {
     },
     servers: [{ url: new URL(c.req.url).origin }],
   }));
-  app.get("/api/docs", Scalar({ url: "/api/openapi.json", pageTitle: "Workspace Service API" }));
+  mountDocs(app);
   return app;
 }
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWsProxy, type WsProxy } from "../../shared/db/ws-proxy";
 
 // Node's build of `ws` (the bare import may resolve the browser one under vitest).
-const WebSocket = createRequire(import.meta.url)("ws") as typeof import("ws");
+const { WebSocket } = createRequire(import.meta.url)("ws") as typeof import("ws");
 
 const PG = { host: "127.0.0.1", port: 5432 };
 
