@@ -11,6 +11,7 @@ import { describeError } from "../shared/http/error-log";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
+import { serveOpenApiDocument } from "../shared/http/openapi-document";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import { validationHook } from "../shared/http/validation";
 import { mountDocs } from "./docs";
@@ -101,16 +102,12 @@ export function createApp(deps: AppDeps) {
     scheme: "bearer",
     description: "A personal access token (`wsp_…`). Send `X-Organization-Id` to choose the active organization.",
   });
-  app.doc31("/api/openapi.json", (c) => ({
-    openapi: "3.1.0",
-    info: {
-      title: "Workspace Service API",
-      version: "0.1.0",
-      description:
-        "Projects, Settings and Notifications of the workspace service. Errors are `application/problem+json` with `field` and `allowed`. Each operation's `x-permission` names the tag it requires (`authenticated`: any valid token; `public`: no token needed).",
-    },
-    servers: [{ url: new URL(c.req.url).origin }],
-  }));
+  serveOpenApiDocument(app, "/api/openapi.json", {
+    title: "Workspace Service API",
+    version: "0.1.0",
+    description:
+      "Projects, Settings and Notifications of the workspace service. Errors are `application/problem+json` with `field` and `allowed`. Each operation's `x-permission` names the tag it requires (`authenticated`: any valid token; `public`: no token needed); operations taking a JSON body state its size limit in `x-body-limit` (bytes).",
+  });
   mountDocs(app);
   return app;
 }

@@ -3,12 +3,15 @@ import { z } from "@hono/zod-openapi";
 import { LIMITS } from "./folder/compose";
 import { ServiceInput, ServiceSchema } from "./folder/schema";
 import { isRelativePath } from "./options";
-import { Command, CreateProjectBody, ProjectSchema } from "./schema";
+import { Command, CREATE_PROJECT_FIELDS, ProjectSchema } from "./schema";
 
 const Id = z.string().min(1).max(100);
 const RelativePath = z.string().trim().min(1).max(255).refine(isRelativePath, "must be a relative path inside the source (no leading '/', no '..')");
 
-export const EnsureBody = CreateProjectBody.extend({
+// One flat object (not an extension of CreateProject): an `allOf` of two closed objects would accept no body at all.
+export const EnsureBody = z
+  .strictObject({
+  ...CREATE_PROJECT_FIELDS,
   projectId: Id.optional().openapi({ description: "Update this project in place instead of creating one; another organization's id is 404" }),
   uploadSessionId: Id.optional().openapi({
     description:

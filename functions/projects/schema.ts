@@ -55,17 +55,18 @@ export const Framework = z
 export const GitProvider = z.enum(GIT_PROVIDERS).openapi({ description: "`upload` marks a folder-upload project" });
 
 /** The create body: only `name` is required. */
-export const CreateProjectBody = z
-  .strictObject({
-    name: ProjectName,
-    gitOwner: GitName.optional(),
-    gitRepo: GitName.optional(),
-    gitBranch: BranchName.optional().openapi({ description: "Deploy branch; omitted: the repository's default branch" }),
-    framework: Framework.optional(),
-    buildCommand: Command.optional(),
-    gitProvider: GitProvider.optional().openapi({ description: "Defaults to `github` when gitOwner and gitRepo are given, else none" }),
-  })
-  .openapi("CreateProject");
+/** The create body's fields, shared with ensure (which adds its own into one flat object). */
+export const CREATE_PROJECT_FIELDS = {
+  name: ProjectName,
+  gitOwner: GitName.optional(),
+  gitRepo: GitName.optional(),
+  gitBranch: BranchName.optional().openapi({ description: "Deploy branch; omitted: the repository's default branch" }),
+  framework: Framework.optional(),
+  buildCommand: Command.optional(),
+  gitProvider: GitProvider.optional().openapi({ description: "Defaults to `github` when gitOwner and gitRepo are given, else none" }),
+};
+
+export const CreateProjectBody = z.strictObject(CREATE_PROJECT_FIELDS).openapi("CreateProject");
 
 /** PATCH body: any subset of the create body; null clears an optional field. */
 export const UpdateProjectBody = z

@@ -1,7 +1,11 @@
 /**
  * `defineRoute`: an OpenAPI route that must declare its access. The guard and the
  * strict-JSON middleware are attached here, the permission is published in the
- * OpenAPI document as `x-permission`, and the shared error responses are added.
+ * OpenAPI document as `x-permission`, and the shared error responses are added,
+ * so every route's contract comes from one place:
+ * - `operationId` is derived from the method and the literal path (stable while the path is);
+ * - routes that act on the active organization document the `X-Organization-Id` header;
+ * - an error status a route declares with a description only gets the problem+json body.
  */
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Access } from "./guard";
@@ -16,21 +20,54 @@ type Config = Omit<RouteConfig, "middleware"> & {
   bodyLimit?: number;
 };
 
+/** The `X-Organization-Id` header parameter, registered once by createApp. */
+export const ORGANIZATION_HEADER_REF = "#/components/parameters/OrganizationId";
+
+const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** `patch /projects/{id}/env` → `patchProjectsByIdEnv`. */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .split("/")
+    .filter(Boolean)
+    .map((segment) => {
+      const param = /^\{(\w+)\}$/.exec(segment);
+      const name = param ? `by-${param[1]}` : segment;
+      return name.split(/[-_.]/).filter(Boolean).map(capitalize).join("");
+    });
+  return method.toLowerCase() + words.join("");
+}
+
+/** Error responses declared with a description only get the problem+json body. */
+function withProblemBodies(responses: RouteConfig["responses"]): RouteConfig["responses"] {
+  const out: RouteConfig["responses"] = {};
+  for (const [status, response] of Object.entries(responses)) {
+    const bare = Number(status) >= 400 && response && !("content" in response) && !("$ref" in response);
+    out[status] = bare ? problem((response as { description: string }).description) : response;
+  }
+  return out;
+}
+
 export function defineRoute<const C extends Config>(config: C) {
   const { permission, bodyLimit = MAX_JSON_BODY_BYTES, ...route } = config;
-  const middleware = [guard(permission), safeQuery, ...(route.request?.body ? [jsonBody(bodyLimit)] : [])];
+  const hasBody = Boolean(route.request?.body);
+  const middleware = [guard(permission), safeQuery, ...(hasBody ? [jsonBody(bodyLimit)] : [])];
+  // Every authenticated route acts on the active organization, except those naming it in the path.
+  const orgHeader = permission !== "public" && !route.path.includes("{orgId}");
   return createRoute({
+    operationId: operationIdOf(route.method, route.path),
     ...route,
     middleware,
     "x-permission": permission,
-    ...(route.request?.body ? { "x-body-limit": bodyLimit } : {}),
+    ...(hasBody ? { "x-body-limit": bodyLimit } : {}),
+    ...(orgHeader ? { parameters: [{ $ref: ORGANIZATION_HEADER_REF }] } : {}),
     security: permission === "public" ? [] : [{ bearerAuth: [] }],
-    responses: {
+    responses: withProblemBodies({
       ...ERROR_RESPONSES,
-      ...(route.request?.body ? { 413: problem(`The body is larger than ${formatBytes(bodyLimit)}`) } : {}),
+      ...(hasBody ? { 413: problem(`The body is larger than ${formatBytes(bodyLimit)}`) } : {}),
       ...route.responses,
-    },
-  } as Omit<C, "permission" | "bodyLimit"> & { middleware: typeof middleware; responses: C["responses"] & typeof ERROR_RESPONSES });
+    }),
+  } as unknown as Omit<C, "permission" | "bodyLimit"> & { middleware: typeof middleware; responses: C["responses"] & typeof ERROR_RESPONSES });
 }
 
 /** A JSON request body that is required (so non-JSON bodies are refused, not skipped). */
