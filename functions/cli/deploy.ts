@@ -1,8 +1,8 @@
 /**
  * `deploy <folder>`: the spec's folder-upload flow from a terminal. Packs the
  * folder, opens a session, uploads the tarball to the session's target with a
- * progress bar (the bearer token only when the target is the API's own relay),
- * scans it, and ensures the project from the scan.
+ * progress bar (the bearer token only when the target is the API's own relay,
+ * at the API's own origin), scans it, and ensures the project from the scan.
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -57,15 +57,37 @@ async function call<T>(opts: DeployOptions, path: string, body: unknown): Promis
   const parsed = text ? JSON.parse(text) : undefined;
   if (!res.ok) {
     const field = parsed?.field ? ` (${parsed.field})` : "";
-    throw new CliError(`POST ${path}: ${res.status} ${parsed?.detail ?? parsed?.title ?? text.slice(0, 200)}${field}`);
+    const retry = res.status === 429 && res.headers.get("retry-after") ? ` (retry in ${res.headers.get("retry-after")} s)` : "";
+    throw new CliError(`POST ${path}: ${res.status} ${parsed?.detail ?? parsed?.title ?? text.slice(0, 200)}${field}${retry}`);
   }
   return { status: res.status, body: parsed as T };
+}
+
+/**
+ * The relay's absoluteUrl is built from PUBLIC_URL, or else from the Host the
+ * session request reached: a token is only ever sent back to the API's own origin.
+ */
+function checkRelayOrigin(opts: DeployOptions, target: Target): void {
+  const api = new URL(apiBase(opts.api)).origin;
+  let origin: string;
+  try {
+    origin = new URL(target.absoluteUrl).origin;
+  } catch {
+    throw new CliError(`The upload target ${JSON.stringify(target.absoluteUrl.slice(0, 200))} is not a URL`);
+  }
+  if (origin !== api) {
+    throw new CliError(
+      `The upload target ${origin} is not the API's origin ${api}; refusing to send the token there. ` +
+        "If the instance's PUBLIC_URL is that address, pass it as --api.",
+    );
+  }
 }
 
 async function upload(opts: DeployOptions, target: Target, file: string, size: number): Promise<void> {
   // Rule 8: absoluteUrl as is, with the target's headers; our token only for the API's own relay.
   const headers: Record<string, string> = { ...target.headers, "Content-Length": String(size) };
   if (target.requiresAuth) {
+    checkRelayOrigin(opts, target);
     headers.Authorization = `Bearer ${opts.token}`;
     if (opts.org) headers["X-Organization-Id"] = opts.org;
   }

@@ -5,21 +5,17 @@
  * `localhost`; host names are not resolved here (a Worker cannot), which is
  * fine on Cloudflare, whose network does not route to private addresses.
  */
-import { isIpLiteral, isLocalHostname, refusalFor } from "./address-guard";
+import { refusalForHost, refusalMessage, type Refusal } from "./address-guard";
 import { DEFAULT_TIMEOUT_MS, resultOfStatus, type Outbound, type OutboundRequest, type OutboundResult } from "./types";
 
 export interface FetchOutboundOptions {
-  /** Allow loopback and private destinations (OUTBOUND_ALLOW_PRIVATE); metadata addresses stay refused. */
+  /** Allow loopback and private destinations (OUTBOUND_ALLOW_PRIVATE); link-local and metadata addresses stay refused. */
   allowPrivate?: boolean;
   timeoutMs?: number;
   fetch?: typeof fetch;
 }
 
-export const refused = (reason: string): OutboundResult => ({
-  ok: false,
-  retryable: false,
-  error: `The destination is ${reason}; sends to private networks are refused`,
-});
+export const refused = (refusal: Refusal): OutboundResult => ({ ok: false, retryable: false, error: refusalMessage(refusal) });
 
 /** Parses and checks the URL itself; returns the URL or the failure. */
 export function checkUrl(raw: string, allowPrivate: boolean): URL | OutboundResult {
@@ -30,13 +26,8 @@ export function checkUrl(raw: string, allowPrivate: boolean): URL | OutboundResu
     return { ok: false, retryable: false, error: "The destination URL is not valid" };
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return { ok: false, retryable: false, error: "Only http and https destinations are allowed" };
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (isLocalHostname(host) && !allowPrivate) return refused("a loopback address");
-  if (isIpLiteral(host)) {
-    const refusal = refusalFor(host, allowPrivate);
-    if (refusal) return refused(refusal.reason);
-  }
-  return url;
+  const refusal = refusalForHost(url.hostname, allowPrivate);
+  return refusal ? refused(refusal) : url;
 }
 
 export function timeoutResult(timeoutMs: number): OutboundResult {

@@ -2,16 +2,17 @@
  * Outbound HTTP on the Node adapter: `node:http`/`node:https` with a guarded DNS
  * lookup. Every address a host name resolves to is checked at connect time (so
  * a second, different DNS answer cannot slip past a check made earlier), and a
- * host resolving to any loopback, private, link-local or metadata address is
- * refused unless the operator allows private networks (OUTBOUND_ALLOW_PRIVATE);
- * metadata addresses are refused even then. Redirects are never followed, the
- * whole exchange times out, and the response body is discarded unread.
+ * host resolving to any loopback or private address is refused unless the
+ * operator allows private networks (OUTBOUND_ALLOW_PRIVATE); link-local and cloud
+ * metadata addresses (and metadata server names) are refused even then.
+ * Redirects are never followed, the whole exchange times out, and the response
+ * body is discarded unread.
  */
 import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
-import { refusalFor } from "./address-guard";
+import { refusalFor, type Refusal } from "./address-guard";
 import { checkUrl, refused, timeoutResult } from "./fetch";
 import { DEFAULT_TIMEOUT_MS, resultOfStatus, type Outbound, type OutboundRequest, type OutboundResult } from "./types";
 
@@ -23,8 +24,8 @@ export interface NodeOutboundOptions {
 }
 
 class RefusedAddress extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
+  constructor(readonly refusal: Refusal) {
+    super(refusal.reason);
   }
 }
 
@@ -37,7 +38,7 @@ function guardedLookup(allowPrivate: boolean, resolve: NonNullable<NodeOutboundO
         const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
         for (const a of addresses) {
           const refusal = refusalFor(a.address, allowPrivate);
-          if (refusal) return callback(new RefusedAddress(refusal.reason), "", 0);
+          if (refusal) return callback(new RefusedAddress(refusal), "", 0);
         }
         if (wanted.length === 0) return callback(Object.assign(new Error("no address"), { code: "ENOTFOUND" }), "", 0);
         if (options.all) return (callback as unknown as (e: null, a: typeof wanted) => void)(null, wanted);
@@ -99,7 +100,7 @@ export function createNodeOutbound(options: NodeOutboundOptions = {}): Outbound 
           req.destroy();
         }, timeoutMs);
         req.on("error", (e: NodeJS.ErrnoException) => {
-          if (e instanceof RefusedAddress) return finish(refused(e.reason));
+          if (e instanceof RefusedAddress) return finish(refused(e.refusal));
           finish({ ok: false, retryable: true, error: `Could not connect to the destination${e.code ? ` (${e.code})` : ""}` });
         });
         req.end(request.body);

@@ -12,6 +12,9 @@ export const SESSION_TTL_MS = 60 * 60 * 1000;
 /** An ensure that uses a session keeps it (and its tarball) for the deploy step this long. */
 export const ENSURED_TTL_MS = 60 * 60 * 1000;
 
+/** Per organization, across its unexpired sessions: how many may be open, and the bytes they may hold (uploaded size, else the hinted size). */
+export const ORG_SESSION_CAPS = { maxOpen: 20, maxBytes: 2 * 1024 * 1024 * 1024 } as const;
+
 /** A presigned PUT URL is valid this long (never beyond the session). */
 export const PRESIGN_TTL_SECONDS = 15 * 60;
 

@@ -52,15 +52,15 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
   return {
     kind: "presigned",
     async presign({ key, sizeBytes, now, expiresInSeconds }) {
+      if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 1) throw new Error(`refusing to presign an upload of ${sizeBytes} bytes`);
       const command = new PutObjectCommand({ Bucket, Key: objectKey(key), ContentType: GZIP_TYPE, ContentLength: sizeBytes });
-      // content-type is signed explicitly (the presigner leaves it out by default); content-length is signed whenever it is set.
+      // Both are signed explicitly (the presigner leaves content-type out by default): the storage refuses another type or size.
       const url = await getSignedUrl(client, command, {
         expiresIn: expiresInSeconds,
         signingDate: now,
-        signableHeaders: new Set(["content-type", ...(sizeBytes !== undefined ? ["content-length"] : [])]),
+        signableHeaders: new Set(["content-type", "content-length"]),
       });
-      const headers: Record<string, string> = { "Content-Type": GZIP_TYPE };
-      if (sizeBytes !== undefined) headers["Content-Length"] = String(sizeBytes);
+      const headers: Record<string, string> = { "Content-Type": GZIP_TYPE, "Content-Length": String(sizeBytes) };
       return { url, absoluteUrl: url, method: "PUT", headers, requiresAuth: false };
     },
     async open(key): Promise<StoredUpload | null> {

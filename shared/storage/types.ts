@@ -29,8 +29,8 @@ interface CommonStorage {
 
 export interface PresignedStorage extends CommonStorage {
   readonly kind: "presigned";
-  /** A PUT URL for `key` signed at `now`, valid `expiresInSeconds`; the size is signed when known. */
-  presign(input: { key: string; sizeBytes?: number; now: Date; expiresInSeconds: number }): Promise<UploadTarget>;
+  /** A PUT URL for `key` signed at `now`, valid `expiresInSeconds`, for exactly `sizeBytes` bytes (an unsigned length would take any size). */
+  presign(input: { key: string; sizeBytes: number; now: Date; expiresInSeconds: number }): Promise<UploadTarget>;
 }
 
 export interface RelayStorage extends CommonStorage {

@@ -5,6 +5,8 @@
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
@@ -39,6 +41,14 @@ async function start(env: Record<string, string> = {}): Promise<{ server: Runnin
   const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: dir, ...env }), () => {});
   cleanups.push(() => server.close());
   return { server, token: readFileSync(join(dir, "owner-token"), "utf8").trim() };
+}
+
+/** A plain HTTP server on a free loopback port. */
+async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ origin: string }> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
 async function run(argv: string[], env: Record<string, string | undefined> = {}) {
@@ -136,6 +146,37 @@ describe("wsp deploy", () => {
     const unreachable = await run(["deploy", folder({ "index.html": "<p>" }), "--api", "http://127.0.0.1:59999", "--token", "t"]);
     expect(unreachable.err).toMatch(/Error: POST \/api\/projects\/folder\/session: .*ECONNREFUSED/);
   }, 60_000);
+
+  it("refuses to send its token to a relay absoluteUrl outside the API's origin", async () => {
+    // A fake API whose session points the relay at another origin (a forged Host, a stale PUBLIC_URL).
+    const foreignHits: Array<{ url: string; authorization: string | null }> = [];
+    const foreign = await listen((req, res) => {
+      foreignHits.push({ url: req.url ?? "", authorization: req.headers.authorization ?? null });
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    const apiHits: string[] = [];
+    let absoluteUrl = "";
+    const api = await listen((req, res) => {
+      apiHits.push(`${req.method} ${req.url}`);
+      req.resume();
+      const sessionId = "ups_0000000000000000000000test";
+      const url = `/api/projects/folder/upload/${sessionId}`;
+      res.writeHead(201, { "content-type": "application/json" }).end(
+        JSON.stringify({ sessionId, url, absoluteUrl: absoluteUrl + url, method: "POST", headers: { "Content-Type": "application/gzip" }, requiresAuth: true, expiresAt: new Date().toISOString(), maxBytes: 1 }),
+      );
+    });
+    const token = `wsp_${"t".repeat(43)}`;
+    for (const base of [foreign.origin, `http://localhost:${new URL(api.origin).port}`, "http://[::1]:9"]) {
+      absoluteUrl = base;
+      const result = await run(["deploy", folder({ "index.html": "<p>hi</p>" }), "--api", api.origin], { WORKSPACE_TOKEN: token });
+      expect(result.code, base).toBe(1);
+      expect(result.err).toContain(`Error: The upload target ${new URL(base).origin} is not the API's origin ${api.origin}; refusing to send the token there.`);
+      expect(result.err).not.toContain(token);
+    }
+    expect(foreignHits).toEqual([]);
+    expect(apiHits).toEqual(Array(3).fill("POST /api/projects/folder/session"));
+  });
 
   it("the bin runs as a command", async () => {
     const { server, token } = await start();

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
-import { classifyAddress, refusalFor } from "../../shared/outbound/address-guard";
+import { classifyAddress, refusalFor, refusalForHost } from "../../shared/outbound/address-guard";
 import { createEmailApiMailer } from "../../shared/outbound/email-api";
 import { createFetchOutbound } from "../../shared/outbound/fetch";
 import { createNodeOutbound } from "../../shared/outbound/node";
@@ -29,6 +29,13 @@ describe("address classification", () => {
     ["100.127.255.255", /CGNAT/],
     ["169.254.1.1", /link-local/],
     ["169.254.169.254", /metadata/],
+    ["169.254.170.2", /metadata/],
+    ["169.254.170.23", /metadata/],
+    ["100.100.100.200", /metadata/],
+    ["192.0.0.192", /metadata/],
+    ["168.63.129.16", /metadata/],
+    ["fd00:ec2::23", /metadata/],
+    ["fd20:ce::254", /metadata/],
     ["0.0.0.0", /reserved/],
     ["224.0.0.1", /multicast/],
     ["255.255.255.255", /reserved/],
@@ -70,9 +77,61 @@ describe("address classification", () => {
   it("metadata stays refused when private networks are allowed", () => {
     expect(refusalFor("10.0.0.1", true)).toBeNull();
     expect(refusalFor("127.0.0.1", true)).toBeNull();
-    expect(refusalFor("169.254.169.254", true)?.metadata).toBe(true);
-    expect(refusalFor("fd00:ec2::254", true)?.metadata).toBe(true);
-    expect(refusalFor("::ffff:169.254.169.254", true)?.metadata).toBe(true);
+    expect(refusalFor("169.254.169.254", true)?.always).toBe(true);
+    expect(refusalFor("fd00:ec2::254", true)?.always).toBe(true);
+    expect(refusalFor("::ffff:169.254.169.254", true)?.always).toBe(true);
+  });
+
+  // Allowed private networks still never reach link-local or metadata, in any IPv6 spelling of them.
+  const ALWAYS_REFUSED: Array<[string, RegExp]> = [
+    // The whole link-local range, not a short list.
+    ["169.254.0.1", /^a link-local/],
+    ["169.254.42.7", /^a link-local/],
+    ["169.254.255.255", /^a link-local/],
+    ["fe80::1", /^a link-local/],
+    ["febf:ffff::1", /^a link-local/],
+    ["fe80::1%eth0", /^a link-local/],
+    // Known metadata endpoints: AWS/GCP/Azure IMDS, ECS, EKS Pod Identity, Alibaba, Oracle, Azure WireServer.
+    ["169.254.169.254", /^a cloud metadata/],
+    ["169.254.170.2", /^a cloud metadata/],
+    ["169.254.170.23", /^a cloud metadata/],
+    ["100.100.100.200", /^a cloud metadata/],
+    ["192.0.0.192", /^a cloud metadata/],
+    ["168.63.129.16", /^a cloud metadata/],
+    ["fd00:ec2::254", /^a cloud metadata/],
+    ["fd00:ec2:0:0:0:0:0:254", /^a cloud metadata/],
+    ["fd00:ec2::23", /^a cloud metadata/],
+    ["fd20:ce::254", /^a cloud metadata/],
+    // Embedded in IPv6: IPv4-mapped, NAT64 (well-known and local-use), 6to4, IPv4-compatible.
+    ["::ffff:169.254.169.254", /^IPv4-mapped a cloud metadata/],
+    ["::ffff:a9fe:aa17", /^IPv4-mapped a cloud metadata/],
+    ["::ffff:169.254.3.4", /^IPv4-mapped a link-local/],
+    ["::ffff:100.100.100.200", /^IPv4-mapped a cloud metadata/],
+    ["::ffff:c000:c0", /^IPv4-mapped a cloud metadata/],
+    ["64:ff9b::169.254.169.254", /^NAT64 a cloud metadata/],
+    ["64:ff9b::a9fe:1", /^NAT64 a link-local/],
+    ["64:ff9b:1::a9fe:a9fe", /^NAT64 a cloud metadata/],
+    ["2002:a9fe:a9fe::1", /^6to4 a cloud metadata/],
+    ["2002:a9fe:102::", /^6to4 a link-local/],
+    ["2002:6464:64c8::1", /^6to4 a cloud metadata/],
+    ["::169.254.169.254", /^IPv4-compatible a cloud metadata/],
+  ];
+  for (const [ip, reason] of ALWAYS_REFUSED) {
+    it(`refuses ${ip} even when private networks are allowed`, () => {
+      const refusal = refusalFor(ip, true);
+      expect(refusal?.always, ip).toBe(true);
+      expect(refusal?.reason, ip).toMatch(reason);
+    });
+  }
+
+  it("names metadata servers are refused whatever the setting; localhost only when private networks are refused", () => {
+    for (const host of ["metadata.google.internal", "METADATA.google.internal.", "metadata.goog"]) {
+      expect(refusalForHost(host, true), host).toMatchObject({ always: true, reason: "a cloud metadata server name" });
+    }
+    expect(refusalForHost("[fe80::1]", true)?.always).toBe(true);
+    expect(refusalForHost("localhost", true)).toBeNull();
+    expect(refusalForHost("localhost", false)?.always).toBe(false);
+    expect(refusalForHost("metadata.example.com", true)).toBeNull();
   });
 });
 
@@ -95,7 +154,7 @@ describe("outbound HTTP on Node", () => {
         expect(result.ok, host).toBe(false);
         if (!result.ok) {
           expect(result.retryable, host).toBe(false);
-          expect(result.error, host).toMatch(/loopback address; sends to private networks are refused$/);
+          expect(result.error, host).toMatch(/loopback address; sends to private networks are refused unless OUTBOUND_ALLOW_PRIVATE=true$/);
         }
       }
       expect(receiver.recorder.hits.length).toBe(before);
@@ -142,11 +201,26 @@ describe("outbound HTTP on Node", () => {
           expect(result.retryable).toBe(false);
         }
       }
-      // Allowed private networks still refuse metadata behind a name.
-      const allowed = createNodeOutbound({ allowPrivate: true, resolve: async () => [{ address: "169.254.169.254", family: 4 }] });
-      const meta = await allowed.send(request("http://metadata.google.internal/computeMetadata/v1/"));
-      expect(meta.ok).toBe(false);
-      if (!meta.ok) expect(meta.error).toMatch(/metadata/);
+      // Allowed private networks still refuse metadata and link-local behind a name, with the words saying so.
+      for (const address of [
+        { address: "169.254.169.254", family: 4 },
+        { address: "169.254.170.23", family: 4 },
+        { address: "169.254.99.1", family: 4 },
+        { address: "::ffff:169.254.170.2", family: 6 },
+        { address: "fd00:ec2::254", family: 6 },
+        { address: "fe80::abcd", family: 6 },
+      ]) {
+        const allowed = createNodeOutbound({ allowPrivate: true, resolve: async () => [address] });
+        const meta = await allowed.send(request("http://instance-data.example/latest/"));
+        expect(meta.ok, address.address).toBe(false);
+        if (!meta.ok) expect(meta.error, address.address).toMatch(/(link-local|cloud metadata) address; link-local and cloud metadata addresses are always refused$/);
+      }
+      // The GCP name is refused before any lookup, whatever it resolves to.
+      let looked = 0;
+      const named = createNodeOutbound({ allowPrivate: true, resolve: async () => (looked++, [{ address: "93.184.216.34", family: 4 }]) });
+      const gcp = await named.send(request("http://metadata.google.internal/computeMetadata/v1/"));
+      expect(gcp).toMatchObject({ ok: false, retryable: false, error: "The destination is a cloud metadata server name; link-local and cloud metadata addresses are always refused" });
+      expect(looked).toBe(0);
     });
 
     it("connects to the address it checked (a name resolving to loopback is refused, the same name allowed when private is allowed)", async () => {
@@ -231,6 +305,33 @@ describe("outbound HTTP on Node", () => {
         }
       });
 
+      it("still refuses link-local and metadata destinations, saying they are always refused", async () => {
+        const before = receiver.recorder.hits.length;
+        for (const url of [
+          "http://169.254.169.254/latest/meta-data/",
+          "http://169.254.170.23/v1/credentials",
+          "http://169.254.7.7/",
+          "http://[fe80::1]/",
+          "http://[fd00:ec2::23]/",
+          "http://[::ffff:169.254.169.254]/",
+          "http://[64:ff9b::a9fe:a9fe]/",
+          "http://[2002:a9fe:a9fe::]/",
+          "http://100.100.100.200/latest/meta-data/",
+          "http://192.0.0.192/opc/v2/instance/",
+          "http://metadata.google.internal/computeMetadata/v1/",
+          "http://metadata.google.internal./computeMetadata/v1/",
+        ]) {
+          const result = await make({}).send(request(url));
+          expect(result.ok, url).toBe(false);
+          if (!result.ok) {
+            expect(result.retryable, url).toBe(false);
+            expect(result.error, url).toMatch(/; link-local and cloud metadata addresses are always refused$/);
+            expect(result.error, url).not.toMatch(/private networks/);
+          }
+        }
+        expect(receiver.recorder.hits.length).toBe(before);
+      });
+
       it("reports a refused connection as a retryable network error", async () => {
         const r = await startHttpReceiver();
         const origin = r.origin;
@@ -247,7 +348,7 @@ describe("outbound HTTP on Node", () => {
     for (const url of [`${receiver.origin}/x`, `http://localhost:${port}/x`, `http://[::ffff:7f00:1]:${port}/x`, "http://169.254.169.254/"]) {
       const result = await strict.send(request(url));
       expect(result.ok, url).toBe(false);
-      if (!result.ok) expect(result.error, url).toMatch(/sends to private networks are refused/);
+      if (!result.ok) expect(result.error, url).toMatch(url.includes("169.254") ? /always refused$/ : /sends to private networks are refused unless OUTBOUND_ALLOW_PRIVATE=true$/);
     }
   });
 });

@@ -88,7 +88,7 @@ describe("notifications on the self-hosted adapter", () => {
       const test = await api("POST", `/channels/${c.body.id}/test`);
       expect(test.status).toBe(200);
       expect(test.body).toMatchObject({ delivered: false, statusCode: null, channel: { verified: false } });
-      expect(test.body.reason).toBe("The destination is a loopback address; sends to private networks are refused");
+      expect(test.body.reason).toBe("The destination is a loopback address; sends to private networks are refused unless OUTBOUND_ALLOW_PRIVATE=true");
     }
     expect(hooks.recorder.hits).toHaveLength(0);
   }, 60_000);

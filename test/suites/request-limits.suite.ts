@@ -111,7 +111,8 @@ export function requestLimitsSuite(h: Harness) {
     it("treats an empty body with Content-Type: application/json as no body", async () => {
       const t = await seedTenant(h);
       const res = await h.request("/api/projects/folder/session", { method: "POST", token: t.token, body: "", headers: JSON_HEADERS });
-      expect(res.status).toBeLessThan(300);
+      // As no body: opened on the relay; on presigned targets the no-body answer is the 400 asking for sizeBytes.
+      expect(res.status < 300 || (await res.clone().json()).field === "sizeBytes", await res.text()).toBe(true);
       // A non-empty optional body still follows the limits.
       const big = await h.request("/api/projects/folder/session", {
         method: "POST",

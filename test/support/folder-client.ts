@@ -26,8 +26,26 @@ export interface Target {
 export function folderClient(h: Harness) {
   const fh = () => h as FolderHarness;
 
-  const openSession = async (t: Member, hint?: Record<string, unknown>): Promise<Target> =>
-    expectStatus<Target>(await h.request("/api/projects/folder/session", { token: t.token, ...(hint ? { json: hint } : { method: "POST" }) }), 201);
+  const presigned = () => fh().uploadStore.kind === "presigned";
+
+  /**
+   * Opens a session, expecting 201. Presigned targets require `sizeBytes`: a caller
+   * that opens one before it has the tarball (the hostile suite) gets a stand-in
+   * size there, and upload() signs the real one for the session's key.
+   */
+  const openSession = async (t: Member, hint?: Record<string, unknown>): Promise<Target> => {
+    const body = hint ?? (presigned() ? { sizeBytes: 1 } : undefined);
+    return expectStatus<Target>(await h.request("/api/projects/folder/session", { token: t.token, ...(body ? { json: body } : { method: "POST" }) }), 201);
+  };
+
+  /** A presigned target signed for this many bytes: the same session's key, as a session opened with that size would get. */
+  const signedFor = async (t: Member, target: Target, size: number): Promise<Target> => {
+    if (target.requiresAuth || target.headers["Content-Length"] === String(size)) return target;
+    const store = fh().uploadStore;
+    if (store.kind !== "presigned") throw new Error("expected presigned storage");
+    const signed = await store.presign({ key: `${t.orgId}/${target.sessionId}.tar.gz`, sizeBytes: size, now: new Date(), expiresInSeconds: 15 * 60 });
+    return { ...target, ...signed };
+  };
 
   /** Rule 8: `absoluteUrl` with `method` and `headers`; the service token only when `requiresAuth`. */
   const sendUpload = (t: Member, target: Target, bytes: Uint8Array, extraHeaders: Record<string, string> = {}): Promise<Response> => {
@@ -38,7 +56,7 @@ export function folderClient(h: Harness) {
   };
 
   const upload = async (t: Member, target: Target, bytes: Uint8Array) => {
-    const res = await sendUpload(t, target, bytes);
+    const res = await sendUpload(t, await signedFor(t, target, bytes.length), bytes);
     const text = await res.text();
     if (res.status !== 200) throw new Error(`upload: expected 200, got ${res.status}: ${text.slice(0, 500)}`);
   };
@@ -58,5 +76,5 @@ export function folderClient(h: Harness) {
   const sessionRow = async (id: string) => (await h.db.select().from(uploadSessions).where(eq(uploadSessions.id, id)))[0];
   const projectCount = async (orgId: string) => (await h.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, orgId)))).length;
 
-  return { openSession, sendUpload, upload, scan, ensure, uploadAndScan, sessionRow, projectCount, store: () => fh().uploadStore, sweep: (now?: Date) => fh().sweepUploads(now) };
+  return { presigned, openSession, sendUpload, upload, scan, ensure, uploadAndScan, sessionRow, projectCount, store: () => fh().uploadStore, sweep: (now?: Date) => fh().sweepUploads(now) };
 }

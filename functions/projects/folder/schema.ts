@@ -24,7 +24,9 @@ export const SessionHint = z
       .min(1)
       .max(MAX_UPLOAD_BYTES)
       .optional()
-      .openapi({ description: `The tarball's exact size in bytes (at most ${MAX_UPLOAD_BYTES}). On a presigned target it is signed: an upload of any other size is refused by the storage.` }),
+      .openapi({
+        description: `The tarball's exact size in bytes (at most ${MAX_UPLOAD_BYTES}). Required when the target is presigned (the cloud, or S3_* configured): it is signed, and an upload of any other size is refused by the storage. Counts toward the organization's bytes cap until the upload lands.`,
+      }),
   })
   .openapi("FolderSessionHint");
 
@@ -32,7 +34,9 @@ export const UploadTargetSchema = z
   .object({
     sessionId: z.string().openapi({ description: "Pass it to the scan and to ensure (`uploadSessionId`)" }),
     url: z.string().openapi({ description: "The target relative to the API base (the relay), or the same absolute URL as `absoluteUrl` (presigned)" }),
-    absoluteUrl: z.string().openapi({ description: "Full URL to upload to" }),
+    absoluteUrl: z.string().openapi({
+      description: "Full URL to upload to. The relay's is built on the instance's PUBLIC_URL, else on the origin the session request reached: send the token only when its origin is the API's own",
+    }),
     method: z.enum(["PUT", "POST"]),
     headers: z.record(z.string(), z.string()).openapi({ description: "Send these with the upload; they include `Content-Type: application/gzip`" }),
     requiresAuth: z.boolean().openapi({ description: "true: the API's own relay, send your bearer token too. false: an external target; do not send the token" }),

@@ -3,9 +3,9 @@
  * another organization's, an expired or an unknown session all answer the same
  * 404 ("Upload session not found").
  */
-import { and, asc, eq, gt, lte } from "drizzle-orm";
-import { uploadSessions } from "../../../shared/db/schema";
-import type { Executor } from "../../../shared/db/types";
+import { and, asc, count, eq, gt, lte, min, sql } from "drizzle-orm";
+import { organizations, uploadSessions } from "../../../shared/db/schema";
+import type { Db, Executor } from "../../../shared/db/types";
 import { notFound } from "../../../shared/http/errors";
 
 export type SessionRow = typeof uploadSessions.$inferSelect;
@@ -23,9 +23,49 @@ export async function findSession(ex: Executor, orgId: string, id: string, now: 
   return row;
 }
 
-export async function insertSession(ex: Executor, row: typeof uploadSessions.$inferInsert): Promise<SessionRow> {
-  const [inserted] = await ex.insert(uploadSessions).values(row).returning();
-  return inserted!;
+export interface SessionCaps {
+  maxOpen: number;
+  maxBytes: number;
+}
+
+/** Why a new session would exceed the organization's caps, and when the soonest-expiring open session frees its share. */
+export interface CapExceeded {
+  exceeded: "sessions" | "bytes";
+  retryAfterSeconds: number;
+}
+
+/**
+ * Inserts a session unless the organization's unexpired sessions already hit a
+ * cap (count, or bytes: the uploaded size, else the hinted size, else 0). The
+ * organization row is locked first, so concurrent openings of one organization
+ * check and insert one at a time (other organizations are not held up).
+ */
+export async function insertSessionWithinCaps(
+  db: Db,
+  row: typeof uploadSessions.$inferInsert & { hintSizeBytes: number | null },
+  now: Date,
+  caps: SessionCaps,
+): Promise<SessionRow | CapExceeded> {
+  return db.transaction(async (tx) => {
+    await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, row.orgId)).for("update");
+    const [usage] = await tx
+      .select({
+        open: count(),
+        bytes: sql<string>`coalesce(sum(coalesce(${uploadSessions.sizeBytes}, ${uploadSessions.hintSizeBytes}, 0)), 0)`,
+        soonest: min(uploadSessions.expiresAt),
+      })
+      .from(uploadSessions)
+      .where(and(eq(uploadSessions.orgId, row.orgId), gt(uploadSessions.expiresAt, now)));
+    const open = Number(usage?.open ?? 0);
+    const bytes = Number(usage?.bytes ?? 0);
+    const exceeded = open + 1 > caps.maxOpen ? "sessions" : bytes + (row.hintSizeBytes ?? 0) > caps.maxBytes ? "bytes" : null;
+    if (exceeded) {
+      const soonest = usage?.soonest ? new Date(usage.soonest).getTime() : now.getTime();
+      return { exceeded, retryAfterSeconds: Math.max(1, Math.ceil((soonest - now.getTime()) / 1000)) };
+    }
+    const [inserted] = await tx.insert(uploadSessions).values(row).returning();
+    return inserted!;
+  });
 }
 
 /** Records a relayed upload; false when the session expired or vanished meanwhile. */
