@@ -12,6 +12,8 @@ import { sendToChannel } from "./delivery/send";
 import { recordTestEntry } from "./feed-store";
 import { ChannelSchema, CreateChannelBody, CreatedChannelSchema, IdParam, PatchChannelBody, TestSendSchema } from "./schema";
 import { channelView, createChannel, deleteChannel, getChannel, listChannels, markVerified, updateChannel } from "./store";
+import { DELIVERY_LIMIT_TEXT } from "./limits";
+import { takeTestSend, TEST_SEND_LIMIT_TEXT, TOO_MANY_TEST_SENDS, tooManyTestSends } from "./test-send-limit";
 
 const TAGS = ["Notifications"];
 
@@ -43,7 +45,9 @@ const patch = defineRoute({
   tags: TAGS,
   summary: "Update a channel (send only the fields to change)",
   description:
-    "A `config` that differs from the stored one resets `verified` to false on every kind but `in_app` (the destination may have moved); an explicit `verified` in the same body wins. The config is replaced as a whole (kind-specific shape as on create), except that a webhook config without `signingSecret` keeps the current secret. `verified: false` is refused for `in_app`.",
+    "A `config` that differs from the stored one resets `verified` to false on every kind but `in_app` (the destination may have moved); an explicit `verified` in the same body wins. The config is replaced as a whole (kind-specific shape as on create), except that a webhook config without `signingSecret` keeps the current secret. `verified: false` is refused for `in_app`. `verified: true` is taken at the caller's word; deliveries are rate-limited (" +
+    DELIVERY_LIMIT_TEXT +
+    "); a send over a limit waits in the outbox until the window ends.",
   permission: "notifications:write",
   request: { params: IdParam, body: jsonRequest(PatchChannelBody) },
   responses: { 200: jsonResponse(ChannelSchema, "The channel") },
@@ -66,10 +70,10 @@ const test = defineRoute({
   tags: TAGS,
   summary: "Send a test message to the channel now",
   description:
-    "One attempt, no retries, whether or not the channel is enabled or verified. Answers 200 with `delivered` and, on failure, our own `reason` (the destination's status code at most; its response body is never echoed). A successful test send marks the channel verified. For `in_app` the test message is added to the caller's feed.",
+    `One attempt, no retries, whether or not the channel is enabled or verified. Answers 200 with \`delivered\` and, on failure, our own \`reason\` (the destination's status code at most; its response body is never echoed). A successful test send marks the channel verified. For \`in_app\` the test message is added to the caller's feed.\n\nRate limit (every kind but \`in_app\`): ${TEST_SEND_LIMIT_TEXT}, fixed windows starting at the first test send, counted in the database so they hold across processes; failed sends count too. Past it: 429 problem+json with \`Retry-After\` (seconds), nothing sent.`,
   permission: "notifications:write",
   request: { params: IdParam },
-  responses: { 200: jsonResponse(TestSendSchema, "The outcome") },
+  responses: { 200: jsonResponse(TestSendSchema, "The outcome"), 429: TOO_MANY_TEST_SENDS },
 });
 
 export const channelsRouter = createRouter()
@@ -96,6 +100,10 @@ export const channelsRouter = createRouter()
     const { id } = c.req.valid("param");
     let channel = await getChannel(c.get("db"), o, id);
     const now = c.get("clock")();
+    if (channel.kind !== "in_app") {
+      const limited = await takeTestSend(c.get("db"), o.orgId, channel.id, now);
+      if (limited) return tooManyTestSends(c, limited);
+    }
     const event = {
       id: newId("nevt", now.getTime()),
       orgId: o.orgId,

@@ -3,6 +3,7 @@ import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { emitNotificationEvent } from "./fanout";
+import { DELIVERY_LIMIT_TEXT } from "./limits";
 import { EventBody, EventResultSchema } from "./schema";
 
 const MAX_DATA_BYTES = 16 * 1024;
@@ -13,7 +14,9 @@ const route = defineRoute({
   tags: ["Notifications"],
   summary: "Report an event to the active organization's members",
   description:
-    "Every member with an enabled subscription to `category` on an enabled, verified channel is a recipient: each gets one entry in the in-app feed, and each of their external channels (email, webhook, slack, discord, msteams) gets a send queued in the outbox, delivered in the background with retries. Answers 202 with the counts. Other modules call the same function in-process (`emitNotificationEvent`).",
+    "Every member with an enabled subscription to `category` on an enabled, verified channel is a recipient: each gets one entry in the in-app feed, and each of their external channels (email, webhook, slack, discord, msteams) gets a send queued in the outbox, delivered in the background with retries and rate limits (" +
+    DELIVERY_LIMIT_TEXT +
+    "; a send over a limit is delayed to the end of the window, not dropped). Answers 202 with the counts. Other modules call the same function in-process (`emitNotificationEvent`).",
   permission: "notifications:admin",
   request: { body: jsonRequest(EventBody) },
   responses: { 202: jsonResponse(EventResultSchema, "Queued") },

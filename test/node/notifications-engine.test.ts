@@ -4,7 +4,10 @@
  * - a restart while sends are pending delivers each exactly once;
  * - a claim abandoned by a crashed engine is delivered once its lease ends;
  * - several engines draining at once never send the same row twice;
- * - recipient resolution issues the same number of queries for 3 or 40 members.
+ * - recipient resolution issues the same number of queries for 3 or 40 members;
+ * - sends over a channel's or an organization's delivery limit are deferred to
+ *   the window's end (no attempt spent) and then delivered exactly once, and
+ *   engines racing on one channel send exactly its limit per window.
  */
 import { readFileSync } from "node:fs";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
@@ -86,6 +89,10 @@ async function seedOrg(db: Db, url: string, members = 1) {
     await putSubscription(db, o, { category: "deploy.failed", channelId: row.id, enabled: true }, new Date());
   }
   return { orgId: org.id, users };
+}
+
+async function rowsOfSql<T>(db: Db, query: string): Promise<T[]> {
+  return (((await db.execute(query as never)) as unknown as { rows: T[] }).rows ?? []) as T[];
 }
 
 async function statusCounts(db: Db, orgId: string): Promise<Record<string, number>> {
@@ -172,6 +179,84 @@ describe("delivery engine on Node", () => {
     expect((await statusCounts(db, orgId)).delivered).toBe(80);
     const counts = r.recorder.countsById();
     expect(counts.size).toBe(80);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("defers sends over a channel's limit to the window's end without spending attempts, then delivers each exactly once", async () => {
+    const db = await connect();
+    const r = await receiver();
+    const { orgId } = await seedOrg(db, `${r.origin}/hook`);
+    for (let i = 0; i < 8; i++) await emitNotificationEvent(db, { orgId, category: "deploy.failed", title: `event ${i}` });
+    const limited = engine(db, { limits: { perChannel: { max: 3, windowMs: 1_000 } } });
+
+    const before = Date.now();
+    await limited.drain();
+    expect(r.recorder.hits).toHaveLength(3);
+    expect(await statusCounts(db, orgId)).toEqual({ delivered: 3, pending: 5 });
+    const waiting = await rowsOfSql<{ attempts: number; due_at: string; last_error: string; tries: number }>(
+      db,
+      `select o.attempts, o.due_at, o.last_error, (select count(*)::int from notification_attempts a where a.outbox_id = o.id) as tries
+       from notification_outbox o where o.org_id = '${orgId}' and o.status = 'pending'`,
+    );
+    for (const w of waiting) {
+      expect(w).toMatchObject({ attempts: 0, tries: 0, last_error: "Deferred: the channel's delivery limit (3 per 1 s) was reached" });
+      expect(new Date(w.due_at).getTime()).toBeGreaterThan(before);
+      expect(new Date(w.due_at).getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
+    }
+    await limited.drain();
+    expect(r.recorder.hits).toHaveLength(3); // not before the window ends
+
+    await until(async () => (await limited.drain(), r.recorder.hits.length >= 6));
+    expect(r.recorder.hits).toHaveLength(6);
+    await until(async () => (await limited.drain(), (await statusCounts(db, orgId)).delivered === 8));
+    const counts = r.recorder.countsById();
+    expect(counts.size).toBe(8);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    // Each send spent exactly one attempt, the one that delivered it.
+    const spent = await rowsOfSql<{ attempts: number; tries: number }>(
+      db,
+      `select o.attempts, (select count(*)::int from notification_attempts a where a.outbox_id = o.id) as tries from notification_outbox o where o.org_id = '${orgId}'`,
+    );
+    expect(spent.every((x) => x.attempts === 1 && x.tries === 1)).toBe(true);
+    // No more than the limit arrived within any one window.
+    const at = r.recorder.hits.map((x) => x.at).sort((a, b) => a - b);
+    for (let i = 3; i < at.length; i++) expect(at[i]! - at[i - 3]!).toBeGreaterThanOrEqual(500);
+  });
+
+  it("an organization's ceiling defers the excess across its channels and gives the unused channel units back", async () => {
+    const db = await connect();
+    const r = await receiver();
+    const { orgId } = await seedOrg(db, `${r.origin}/hook`, 3);
+    for (let i = 0; i < 2; i++) await emitNotificationEvent(db, { orgId, category: "deploy.failed", title: `event ${i}` });
+    const limited = engine(db, { limits: { perOrgOther: { max: 4, windowMs: 1_000 } } });
+    await limited.drain();
+    expect(await statusCounts(db, orgId)).toEqual({ delivered: 4, pending: 2 });
+    const [pending] = await rowsOfSql<{ last_error: string }>(db, `select last_error from notification_outbox where org_id = '${orgId}' and status = 'pending' limit 1`);
+    expect(pending!.last_error).toBe("Deferred: the organization's delivery limit (4 per 1 s) was reached");
+    // The channels were charged only for what was sent.
+    const [charged] = await rowsOfSql<{ n: number }>(
+      db,
+      `select coalesce(sum(count), 0)::int as n from rate_limits where key in (select 'send:channel:' || id from notification_channels where org_id = '${orgId}')`,
+    );
+    expect(charged!.n).toBe(4);
+    await until(async () => (await limited.drain(), (await statusCounts(db, orgId)).delivered === 6));
+    expect([...r.recorder.countsById().values()]).toEqual([1, 1, 1, 1, 1, 1]);
+  });
+
+  it.runIf(real)("engines racing on one channel send exactly its limit per window", async () => {
+    const db = await connect();
+    const r = await receiver([], { status: 200, delayMs: 5 });
+    const { orgId } = await seedOrg(db, `${r.origin}/hook`);
+    for (let i = 0; i < 20; i++) await emitNotificationEvent(db, { orgId, category: "deploy.failed", title: `event ${i}` });
+    const limits = { perChannel: { max: 5, windowMs: 1_500 } };
+    const engines = await Promise.all([1, 2, 3, 4].map(async () => engine(await connect(), { batchSize: 3, concurrency: 3, limits })));
+    await Promise.all(engines.map((e) => e.drain()));
+    expect(r.recorder.hits).toHaveLength(5);
+    expect(await statusCounts(db, orgId)).toEqual({ delivered: 5, pending: 15 });
+    // Later windows deliver the rest, each once.
+    await until(async () => (await Promise.all(engines.map((e) => e.drain())), (await statusCounts(db, orgId)).delivered === 20), 30_000);
+    const counts = r.recorder.countsById();
+    expect(counts.size).toBe(20);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
   });
 

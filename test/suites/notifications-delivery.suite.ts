@@ -5,8 +5,11 @@
  * permanent failures, redirects, timeouts, the test send, and the secret canary.
  */
 import { describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
 import { emitNotificationEvent } from "../../functions/notifications";
-import { dumpAllTables, expectStatus, seedMember, seedTenant, type Harness, type Member } from "../support/harness";
+import { TEST_SEND_LIMITS, testSendTakes } from "../../functions/notifications/limits";
+import { pruneRateLimits, returnRateLimits, takeRateLimits } from "../../functions/notifications/rate-limit";
+import { dumpAllTables, expectProblem, expectStatus, seedMember, seedTenant, type Harness, type Member } from "../support/harness";
 import { pendingSends, type NotificationsEnv } from "../support/notifications-env";
 import { verifyStandardWebhook } from "../support/receiver-core";
 
@@ -192,7 +195,7 @@ export function notificationsDeliverySuite(h: Harness, env: NotificationsEnv) {
       const { t, receiver } = await webhookSetup([{ status: 500, body: "boom" }, { status: 503 }]);
       await emit(t);
       await env.settle(t.orgId);
-      const hits = receiver.recorder.hits;
+      const hits = receiver.recorder.hits; console.log("DBG hits", hits.map((x) => x.at));
       expect(hits).toHaveLength(3);
       expect(new Set(hits.map((x) => x.headers["webhook-id"])).size).toBe(1);
       for (const hit of hits) expect(await verifyStandardWebhook(SECRET, hit.headers, hit.body)).toBe(true);
@@ -217,10 +220,11 @@ export function notificationsDeliverySuite(h: Harness, env: NotificationsEnv) {
       await env.settle(t.orgId);
       const hits = receiver.recorder.hits;
       expect(hits).toHaveLength(2);
-      expect(hits[1]!.at - hits[0]!.at).toBeGreaterThanOrEqual(950);
       const log = (await detail(t, (await feed(t))[0]!.id)).sends[0].attemptLog;
       expect(log[0]).toMatchObject({ outcome: "retry", statusCode: 429 });
       expect(Date.parse(log[0].nextAttemptAt) - Date.parse(log[0].startedAt)).toBeGreaterThanOrEqual(1000);
+      // Measured from the attempt's start, not from its arrival (a cold first send may take a while to arrive).
+      expect(hits[1]!.at).toBeGreaterThanOrEqual(Date.parse(log[0].nextAttemptAt));
     });
 
     it("gives up after the bounded number of attempts", async () => {
@@ -380,6 +384,111 @@ export function notificationsDeliverySuite(h: Harness, env: NotificationsEnv) {
         const bell = (await expectStatus(await send("GET", t.token, "/channels"), 200)).items.find((c: Json) => c.kind === "in_app");
         expect(await expectStatus(await send("POST", t.token, `/channels/${bell.id}/test`), 200)).toMatchObject({ delivered: true, statusCode: null });
         expect((await feed(t)).map((d) => [d.category, d.title])).toEqual([["test", "Test notification"]]);
+      });
+    });
+
+    describe("test send rate limit", () => {
+      const test = (t: Member, id: string) => send("POST", t.token, `/channels/${id}/test`);
+      const webhook = async (t: Member, url: string) =>
+        expectStatus(await send("POST", t.token, "/channels", { kind: "webhook", label: "hook", config: { url, signingSecret: SECRET } }), 201);
+      const rows = async (where: ReturnType<typeof sql>) => {
+        const res = await h.db.execute(sql`select key, count from rate_limits where ${where}`);
+        return ((res as unknown as { rows?: Json[] }).rows ?? (res as unknown as Json[])) as Array<{ key: string; count: number }>;
+      };
+
+      it("answers 429 with Retry-After past the channel's limit; other channels and organizations are unaffected; the next window allows again", async () => {
+        const t = await seedTenant(h);
+        const r = await env.receiver();
+        const c = await webhook(t, r.webhookUrl);
+        const max = TEST_SEND_LIMITS.perChannel.max;
+        for (let i = 0; i < max; i++) expect(await expectStatus(await test(t, c.id), 200)).toMatchObject({ delivered: true });
+        const res = await test(t, c.id);
+        const retryAfter = Number(res.headers.get("retry-after"));
+        const problem = await expectProblem(res, 429);
+        expect(problem).toMatchObject({ type: "urn:workspace:problem:too-many-requests", title: "Too Many Requests" });
+        expect(problem.detail).toContain("5 per 10 minutes per channel");
+        expect(Number.isInteger(retryAfter)).toBe(true);
+        expect(retryAfter).toBeGreaterThan(500);
+        expect(retryAfter).toBeLessThanOrEqual(600);
+        expect(r.recorder.hits).toHaveLength(max); // nothing sent past the limit
+
+        // Another channel of the same organization, and another organization, still send.
+        const other = await webhook(t, r.webhookUrl);
+        await expectStatus(await test(t, other.id), 200);
+        const t2 = await seedTenant(h);
+        await expectStatus(await test(t2, (await webhook(t2, r.webhookUrl)).id), 200);
+        // The spec's manual verification is untouched.
+        expect(await expectStatus(await send("PATCH", t.token, `/channels/${c.id}`, { verified: true }), 200)).toMatchObject({ verified: true });
+
+        // The clock moves past the window (its end moved into the past): allowed again.
+        await h.db.execute(sql`update rate_limits set window_end = now() - interval '1 second' where key = ${`test:channel:${c.id}`}`);
+        await expectStatus(await test(t, c.id), 200);
+        expect(r.recorder.hits).toHaveLength(max + 3);
+      });
+
+      it("caps an organization's test sends across its channels, giving the channel's unit back", async () => {
+        const t = await seedTenant(h);
+        const r = await env.receiver();
+        const c = await webhook(t, r.webhookUrl);
+        // The organization spent its hour's budget (the same keys the route takes).
+        const orgTake = testSendTakes(t.orgId, c.id)[1]!;
+        expect((await takeRateLimits(h.db, [{ ...orgTake, n: TEST_SEND_LIMITS.perOrg.max }], new Date())).get(orgTake.key)!.granted).toBe(TEST_SEND_LIMITS.perOrg.max);
+        const res = await test(t, c.id);
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(3500);
+        expect((await expectProblem(res, 429)).detail).toContain("organization");
+        expect(r.recorder.hits).toHaveLength(0);
+        expect(await rows(sql`key = ${`test:channel:${c.id}`}`)).toEqual([{ key: `test:channel:${c.id}`, count: 0 }]);
+        // Another member's organization is not this one.
+        const t2 = await seedTenant(h);
+        await expectStatus(await test(t2, (await webhook(t2, r.webhookUrl)).id), 200);
+      });
+
+      it("documents the limit and the 429 with Retry-After in the OpenAPI document", async () => {
+        const doc = await expectStatus(await h.request("/api/openapi.json"), 200);
+        const op = doc.paths["/api/notifications/channels/{id}/test"].post;
+        expect(op.description).toContain("5 per 10 minutes per channel and 30 per hour per organization");
+        expect(op.responses["429"].content["application/problem+json"]).toBeDefined();
+        expect(op.responses["429"].headers["Retry-After"].schema).toEqual({ type: "integer" });
+      });
+
+      it("does not limit in_app test sends (they reach only the caller's feed)", async () => {
+        const t = await seedTenant(h);
+        const bell = (await expectStatus(await send("GET", t.token, "/channels"), 200)).items.find((c: Json) => c.kind === "in_app");
+        for (let i = 0; i < TEST_SEND_LIMITS.perChannel.max + 2; i++) await expectStatus(await test(t, bell.id), 200);
+      });
+
+      it.runIf(h.realConcurrency)("lets exactly the limit through when 20 test sends race (real Postgres)", async () => {
+        const t = await seedTenant(h);
+        const r = await env.receiver();
+        const c = await webhook(t, r.webhookUrl);
+        const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await test(t, c.id)).status));
+        expect(statuses.filter((s) => s === 200)).toHaveLength(TEST_SEND_LIMITS.perChannel.max);
+        expect(statuses.filter((s) => s === 429)).toHaveLength(20 - TEST_SEND_LIMITS.perChannel.max);
+        expect(r.recorder.hits).toHaveLength(TEST_SEND_LIMITS.perChannel.max);
+        expect(await rows(sql`key = ${`test:org:${t.orgId}`}`)).toEqual([{ key: `test:org:${t.orgId}`, count: TEST_SEND_LIMITS.perChannel.max }]);
+      });
+
+      it("counts fixed windows in the database: grants, exhaustion, the next window, give-back and pruning", async () => {
+        const key = `spec:${crypto.randomUUID()}`;
+        const limit = { key, max: 3, windowMs: 1_000 };
+        const t0 = new Date("2001-02-03T04:05:06.000Z");
+        const at = (ms: number) => new Date(t0.getTime() + ms);
+        const take = async (ms: number, n = 1) => (await takeRateLimits(h.db, [{ ...limit, n }], at(ms))).get(key)!;
+        expect(await take(0, 2)).toEqual({ granted: 2, windowEnd: at(1_000) });
+        expect(await take(100, 5)).toEqual({ granted: 1, windowEnd: at(1_000) });
+        expect(await take(999)).toEqual({ granted: 0, windowEnd: at(1_000) });
+        await returnRateLimits(h.db, [{ key, n: 1, windowEnd: at(1_000) }]);
+        expect(await take(999)).toEqual({ granted: 1, windowEnd: at(1_000) });
+        // Past the window's end a new window starts at the first use.
+        expect(await take(1_000)).toEqual({ granted: 1, windowEnd: at(2_000) });
+        // A give-back for a window that has ended changes nothing.
+        await returnRateLimits(h.db, [{ key, n: 1, windowEnd: at(1_000) }]);
+        expect(await take(1_500, 9)).toEqual({ granted: 2, windowEnd: at(2_000) });
+        // Windows that ended are pruned; a current one is kept.
+        const current = `spec:${crypto.randomUUID()}`;
+        await takeRateLimits(h.db, [{ key: current, max: 1, windowMs: 3_600_000 }], new Date());
+        await pruneRateLimits(h.db, new Date());
+        expect((await rows(sql`key in (${key}, ${current})`)).map((x) => x.key)).toEqual([current]);
       });
     });
 

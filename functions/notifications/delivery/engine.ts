@@ -12,6 +12,14 @@
  *   lease is still ours; under load one statement records every outcome that
  *   arrived while the previous one was written.
  *
+ * Rate limits: before sending a claimed batch, one statement takes a unit per
+ * send of its channel's and its organization's delivery budget (see
+ * ../limits.ts, counted in `rate_limits` across processes). A send over a limit
+ * is not dropped: it goes back to `pending`, due when the exhausted window
+ * ends, and gets its claim's attempt back (nothing was sent, no attempt row).
+ * The deferral is written under the claim's lease like any outcome, so a send
+ * is still sent by one engine at a time, with its one webhook-id.
+ *
  * Retries: network errors, timeouts, 408, 429 and 5xx (SMTP 4xx for e-mail),
  * after `baseDelayMs · 4^(attempt-1)` ±20 % jitter, at most `maxDelayMs`; a
  * Retry-After header is honoured instead (capped at `maxDelayMs`). After
@@ -32,6 +40,8 @@ import { newId } from "../../../shared/ids";
 import type { OutboundResult } from "../../../shared/outbound/types";
 import { toBase64Url, randomBytes } from "../../../shared/crypto/encoding";
 import { categoryOf } from "../categories";
+import { DELIVERY_LIMITS, deliveryTakes, describeLimit, type DeliveryLimits } from "../limits";
+import { pruneRateLimits, returnRateLimits, takeRateLimits, type Take } from "../rate-limit";
 import { rowsOf } from "../store";
 import type { NotificationMessage } from "./payloads";
 import { sendToChannel, type Transports } from "./send";
@@ -44,6 +54,8 @@ export interface DeliveryPolicy {
   leaseMs: number;
   batchSize: number;
   concurrency: number;
+  /** Delivery rate limits per channel and per organization. */
+  limits: DeliveryLimits;
 }
 
 export const DEFAULT_POLICY: DeliveryPolicy = {
@@ -53,7 +65,11 @@ export const DEFAULT_POLICY: DeliveryPolicy = {
   leaseMs: 120_000,
   batchSize: 32,
   concurrency: 16,
+  limits: DELIVERY_LIMITS,
 };
+
+// Stale rate-limit windows are deleted at most this often per engine (each Worker drain is a new engine).
+const PRUNE_EVERY_MS = 60_000;
 
 export interface EngineDeps {
   db: Db;
@@ -61,7 +77,7 @@ export interface EngineDeps {
   transports: Transports;
   logger: Logger;
   clock?: () => Date;
-  policy?: Partial<DeliveryPolicy>;
+  policy?: Partial<Omit<DeliveryPolicy, "limits">> & { limits?: Partial<DeliveryLimits> };
   random?: () => number;
 }
 
@@ -124,7 +140,7 @@ export function messageOf(event: typeof notificationEvents.$inferSelect): Notifi
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
-  const policy = { ...DEFAULT_POLICY, ...deps.policy };
+  const policy: DeliveryPolicy = { ...DEFAULT_POLICY, ...deps.policy, limits: { ...DEFAULT_POLICY.limits, ...deps.policy?.limits } };
   const clock = deps.clock ?? (() => new Date());
   const random = deps.random ?? Math.random;
   const { db, logger } = deps;
@@ -133,6 +149,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
   let loop: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
   let woken = false;
+  let prunedAt = -Infinity;
 
   function retryDelayMs(attempt: number, retryAfterSeconds?: number): number {
     if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, policy.maxDelayMs);
@@ -168,6 +185,8 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     result: OutboundResult | null;
     nextAt: Date | null;
     error: string | null;
+    /** false: nothing was sent (cancelled, deferred): the claim's attempt is given back, no attempt row. */
+    attempted: boolean;
   }
 
   /**
@@ -210,18 +229,18 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
       const attemptOutcome = o.status === "delivered" ? "delivered" : o.status === "pending" ? "retry" : "failed";
       return sql`(${o.send.id}::text, ${o.token}::text, ${o.status}::text, ${o.nextAt?.toISOString() ?? null}::timestamptz,
         ${o.error}::text, ${code}::int, ${o.status === "pending" ? null : completedAt}::timestamptz,
-        ${newId("natt")}::text, ${o.send.attempts}::int, ${o.started.toISOString()}::timestamptz, ${o.durationMs}::int, ${attemptOutcome}::text)`;
+        ${newId("natt")}::text, ${o.send.attempts}::int, ${o.started.toISOString()}::timestamptz, ${o.durationMs}::int, ${attemptOutcome}::text, ${o.attempted}::boolean)`;
     });
-    // A cancelled send was not attempted: it gives its claim's attempt back and gets no attempt row.
+    // A send not attempted (cancelled, deferred) gives its claim's attempt back and gets no attempt row.
     const result = await db.execute(sql`
-      with input (id, token, status, next_at, error, code, completed_at, attempt_id, attempt, started_at, duration_ms, outcome) as (
+      with input (id, token, status, next_at, error, code, completed_at, attempt_id, attempt, started_at, duration_ms, outcome, attempted) as (
         values ${sql.join(rows, sql`, `)}
       ), updated as (
         update notification_outbox o
         set status = i.status,
             due_at = coalesce(i.next_at, o.due_at),
             lease_token = null,
-            attempts = o.attempts - case when i.status = 'cancelled' then 1 else 0 end,
+            attempts = o.attempts - case when i.attempted then 0 else 1 end,
             last_error = i.error,
             last_status_code = i.code,
             completed_at = i.completed_at
@@ -230,16 +249,16 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
         returning o.id
       ), attempts as (
         insert into notification_attempts (id, outbox_id, attempt, started_at, duration_ms, outcome, status_code, error, next_attempt_at)
-        select attempt_id, id, attempt, started_at, duration_ms, outcome, code, error, next_at from input where status <> 'cancelled'
+        select attempt_id, id, attempt, started_at, duration_ms, outcome, code, error, next_at from input where attempted
       )
       select id from updated`);
     return new Set(rowsOf<{ id: string }>(result).map((r) => r.id));
   }
 
-  async function processOne(send: Claimed, row: Loaded | undefined, token: string): Promise<void> {
+  async function processOne(send: Claimed, row: Loaded | undefined, token: string, deferral: Deferral | undefined): Promise<void> {
     const started = clock();
-    const finish = async (status: SendStatus, result: OutboundResult | null, error: string | null, nextAt: Date | null = null) => {
-      const kept = await record({ send, token, status, started, durationMs: clock().getTime() - started.getTime(), result, nextAt, error });
+    const finish = async (status: SendStatus, result: OutboundResult | null, error: string | null, nextAt: Date | null = null, attempted = status !== "cancelled") => {
+      const kept = await record({ send, token, status, started, durationMs: clock().getTime() - started.getTime(), result, nextAt, error, attempted });
       if (!kept) logger.error("notification send lease lost", { sendId: send.id });
       if (status !== "delivered") {
         logger.info("notification send not delivered", { sendId: send.id, kind: row?.kind, attempt: send.attempts, status, error });
@@ -250,6 +269,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     if (!row.channel.enabled) return finish("cancelled", null, "The channel is disabled");
     if (!row.channel.verified) return finish("cancelled", null, "The channel is not verified");
     if (send.attempts > policy.maxAttempts) return finish("failed", null, `Gave up after ${policy.maxAttempts} attempts`);
+    if (deferral) return finish("pending", null, deferral.reason, deferral.until, false);
 
     let result: OutboundResult;
     try {
@@ -265,14 +285,73 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     return finish("failed", result, result.retryable ? `${result.error} (gave up after ${send.attempts} attempts)` : result.error);
   }
 
+  interface Deferral {
+    until: Date;
+    reason: string;
+  }
+
+  /**
+   * Takes, in one statement, a unit of each key every sendable row of the batch
+   * needs (its channel's and its organization's); a send goes ahead only with
+   * both, in claim order, and units taken but not used are given back. The
+   * others are deferred to the end of the window that stopped them.
+   */
+  async function applyLimits(batch: Claimed[], rows: Map<string, Loaded>): Promise<Map<string, Deferral>> {
+    const deferred = new Map<string, Deferral>();
+    const wanted: Array<{ send: Claimed; takes: Take[] }> = [];
+    const byKey = new Map<string, Take & { n: number }>();
+    for (const send of batch) {
+      const channel = rows.get(send.id)?.channel;
+      if (!channel || !channel.enabled || !channel.verified || channel.kind === "in_app" || send.attempts > policy.maxAttempts) continue;
+      const takes = deliveryTakes(policy.limits, channel.orgId, channel.id, channel.kind);
+      wanted.push({ send, takes });
+      for (const t of takes) {
+        const agg = byKey.get(t.key);
+        if (agg) agg.n++;
+        else byKey.set(t.key, { ...t, n: 1 });
+      }
+    }
+    if (wanted.length === 0) return deferred;
+    const got = await takeRateLimits(db, [...byKey.values()], clock());
+    const left = new Map([...byKey.keys()].map((k) => [k, got.get(k)?.granted ?? 0]));
+    for (const { send, takes } of wanted) {
+      const exhausted = takes.filter((t) => left.get(t.key)! < 1);
+      if (exhausted.length === 0) {
+        for (const t of takes) left.set(t.key, left.get(t.key)! - 1);
+        continue;
+      }
+      const until = new Date(Math.max(...exhausted.map((t) => got.get(t.key)?.windowEnd.getTime() ?? clock().getTime() + t.windowMs)));
+      const first = exhausted[0]!;
+      const scope = first === takes[0] ? "the channel's" : "the organization's";
+      deferred.set(send.id, { until, reason: `Deferred: ${scope} delivery limit (${describeLimit(first)}) was reached` });
+    }
+    await returnRateLimits(
+      db,
+      [...left].filter(([, n]) => n > 0).map(([key, n]) => ({ key, n, windowEnd: got.get(key)!.windowEnd })),
+    );
+    return deferred;
+  }
+
+  async function pruneLimits(): Promise<void> {
+    const now = clock();
+    if (now.getTime() - prunedAt < PRUNE_EVERY_MS) return;
+    prunedAt = now.getTime();
+    try {
+      await pruneRateLimits(db, now);
+    } catch (e) {
+      logger.error("rate-limit prune failed", { error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
   async function processBatch(token: string, batch: Claimed[]): Promise<void> {
     const rows = new Map((await load(db, batch.map((b) => b.id))).map((r) => [r.id, r]));
+    const deferred = await applyLimits(batch, rows);
     let next = 0;
     const worker = async () => {
       while (next < batch.length) {
         const send = batch[next++]!;
         try {
-          await processOne(send, rows.get(send.id), token);
+          await processOne(send, rows.get(send.id), token, deferred.get(send.id));
         } catch (e) {
           // Left `sending`: claimed again when the lease ends.
           logger.error("notification send could not be recorded", { sendId: send.id, error: e instanceof Error ? e.message : String(e) });
@@ -292,6 +371,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
   async function drain(options: { budgetMs?: number; lingerMs?: number } = {}): Promise<DrainResult> {
     const deadline = Date.now() + (options.budgetMs ?? 25_000);
     let processed = 0;
+    await pruneLimits();
     while (!stopping) {
       const { token, rows } = await claimBatch(policy.batchSize);
       if (rows.length > 0) {

@@ -10,3 +10,4 @@ export * from "./identity";
 export * from "./settings";
 export * from "./notifications";
 export * from "./projects";
+export * from "./rate-limits";

@@ -1,0 +1,46 @@
+/**
+ * The rate limit of POST channels/:id/test: a unit of the channel's and of the
+ * organization's test-send budget, both or neither (a unit taken from one when
+ * the other is exhausted is given back). Over the limit: 429 problem+json with
+ * `Retry-After` (seconds until the exhausted window ends).
+ */
+import type { Context } from "hono";
+import type { Db } from "../../shared/db/types";
+import type { AppEnv } from "../../shared/http/context";
+import { problem } from "../../shared/http/problem-schema";
+import { describeLimit, TEST_SEND_LIMITS, testSendTakes } from "./limits";
+import { retryAfterSeconds, returnRateLimits, takeRateLimits } from "./rate-limit";
+
+export const TEST_SEND_LIMIT_TEXT = `${describeLimit(TEST_SEND_LIMITS.perChannel)} per channel and ${describeLimit(TEST_SEND_LIMITS.perOrg)} per organization`;
+
+/** The OpenAPI description of the 429 answer. */
+export const TOO_MANY_TEST_SENDS = {
+  ...problem(`Test sends are limited to ${TEST_SEND_LIMIT_TEXT}; \`Retry-After\` says when to try again`),
+  headers: { "Retry-After": { description: "Seconds until a test send is allowed again", schema: { type: "integer" as const } } },
+};
+
+/** null: the send may go ahead; otherwise how long to wait. */
+export async function takeTestSend(db: Db, orgId: string, channelId: string, now: Date): Promise<{ retryAfter: number; scope: "channel" | "organization" } | null> {
+  const takes = testSendTakes(orgId, channelId);
+  const got = await takeRateLimits(db, takes, now);
+  const denied = takes.filter((t) => (got.get(t.key)?.granted ?? 0) < 1);
+  if (denied.length === 0) return null;
+  await returnRateLimits(
+    db,
+    takes.filter((t) => !denied.includes(t)).map((t) => ({ key: t.key, n: 1, windowEnd: got.get(t.key)!.windowEnd })),
+  );
+  const windowEnd = Math.max(...denied.map((t) => got.get(t.key)!.windowEnd.getTime()));
+  return { retryAfter: retryAfterSeconds(new Date(windowEnd), now), scope: denied[0] === takes[0] ? "channel" : "organization" };
+}
+
+/** The 429 answer, in the app's problem+json shape. */
+export function tooManyTestSends(c: Context<AppEnv>, limited: { retryAfter: number; scope: "channel" | "organization" }) {
+  const body = {
+    type: "urn:workspace:problem:too-many-requests",
+    title: "Too Many Requests",
+    status: 429,
+    detail: `Too many test sends for this ${limited.scope}: the limit is ${TEST_SEND_LIMIT_TEXT}. Try again in ${limited.retryAfter} s.`,
+    requestId: c.get("requestId"),
+  };
+  return c.json(body, 429, { "Content-Type": "application/problem+json", "Retry-After": String(limited.retryAfter) });
+}
