@@ -47,6 +47,8 @@ async function nodeHarness(
     keyring,
     logs,
     request: async (path, init) => app.fetch(buildRequest(path, init)),
+    /** The app as a fetch function (for clients that build their own requests). */
+    fetch: async (request: Request) => app.fetch(request),
     /** The upload store behind the sessions (to check what is kept and removed). */
     uploadStore: uploads,
     /** The adapter's upload sweep, once. */

@@ -7,7 +7,8 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../../../shared/http/context";
-import { MAX_JSON_BODY_BYTES, optionalJsonBody } from "../../../shared/http/json-body";
+import { formatBytes, MAX_JSON_BODY_BYTES, optionalJsonBody } from "../../../shared/http/json-body";
+import { problem } from "../../../shared/http/problem-schema";
 
 type Defined = RouteConfig & { middleware: MiddlewareHandler<AppEnv>[] };
 
@@ -15,7 +16,9 @@ export function withOptionalJsonBody<R extends Defined, S>(route: R, schema: S, 
   return createRoute({
     ...route,
     middleware: [...route.middleware, optionalJsonBody(MAX_JSON_BODY_BYTES)],
+    "x-body-limit": MAX_JSON_BODY_BYTES,
     request: { ...route.request, body: { required: false, description, content: { "application/json": { schema } } } },
+    responses: { ...route.responses, 413: problem(`The body is larger than ${formatBytes(MAX_JSON_BODY_BYTES)}`) },
   });
 }
 

@@ -1,0 +1,123 @@
+/**
+ * The OpenAPI document as third-party tools read it: every `pattern` compiles as
+ * a JSON Schema (ECMA-262, Unicode) pattern and accepts the values the server
+ * accepts, every schema compiles, every error response carries the problem
+ * body, operationIds are unique, and bodies the server takes validate.
+ */
+import Ajv2020 from "ajv/dist/2020.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../shared/http/logger";
+import { createApp } from "../../functions/app";
+
+type Json = Record<string, any>;
+let doc: Json;
+
+beforeAll(async () => {
+  const app = createApp({ services: () => ({}) as never, logger: silentLogger });
+  doc = await (await app.request("http://127.0.0.1/api/openapi.json")).json();
+});
+
+/** Values the server accepts, per pattern in the document; a new pattern needs its samples here. */
+const VALID_SAMPLES: Record<string, string[]> = {
+  "^[^\\p{Cc}\\p{Cs}]*$": ["My project", "Ünïcødé ✓ 名前", "npm run build && npm start", ""],
+  "^(?!\\.{1,2}$)[A-Za-z0-9._-]+$": ["octo-org", "repo.name", "a_b", "..."],
+  "^[A-Za-z0-9][A-Za-z0-9._+-]*$": ["nextjs", "vite", "c++", "node.js"],
+  "^[A-Za-z0-9][A-Za-z0-9._+*-]*$": ["22", "20.x", "3.12", "1.*"],
+  "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$": ["preview", "pr-12", "a"],
+  "^[A-Za-z_][A-Za-z0-9_]*$": ["DATABASE_URL", "_x", "a1"],
+  "^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$": ["web", "api-1", "db.primary"],
+};
+
+function collect(node: unknown, key: string, out: Array<{ path: string; value: any }>, path = "#"): typeof out {
+  if (Array.isArray(node)) node.forEach((child, i) => collect(child, key, out, `${path}/${i}`));
+  else if (node && typeof node === "object") {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === key) out.push({ path: `${path}/${k}`, value: v });
+      collect(v, key, out, `${path}/${k}`);
+    }
+  }
+  return out;
+}
+
+function operations() {
+  const ops: Array<{ method: string; path: string; op: Json }> = [];
+  for (const [path, item] of Object.entries<Json>(doc.paths)) for (const [method, op] of Object.entries<Json>(item)) ops.push({ method, path, op });
+  return ops;
+}
+
+/** Ajv over the document's components, strict about unknown keywords except OpenAPI's own. */
+function ajvForDocument() {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addSchema({ $id: "doc", components: doc.components });
+  return ajv;
+}
+
+const validator = (ajv: Ajv2020, name: string) => ajv.getSchema(`doc#/components/schemas/${name}`)!;
+
+describe("OpenAPI document", () => {
+  it("has patterns that compile as JSON Schema patterns and accept what the server accepts", () => {
+    const patterns = collect(doc, "pattern", []).filter((p) => typeof p.value === "string");
+    expect(patterns.length).toBeGreaterThan(10);
+    const ajv = new Ajv2020({ strict: false });
+    for (const { path, value } of patterns) {
+      const samples = VALID_SAMPLES[value];
+      if (!samples) throw new Error(`${path}: pattern ${value} has no samples in VALID_SAMPLES`);
+      const validate = ajv.compile({ type: "string", pattern: value });
+      for (const sample of samples) expect(validate(sample), `${path} ${value} should accept ${JSON.stringify(sample)}`).toBe(true);
+    }
+    // And refuse what the server refuses.
+    const noControl = ajv.compile({ type: "string", pattern: "^[^\\p{Cc}\\p{Cs}]*$" });
+    expect(noControl("line\nbreak")).toBe(false);
+  });
+
+  it("compiles every component schema", () => {
+    const ajv = ajvForDocument();
+    for (const name of Object.keys(doc.components.schemas)) expect(() => validator(ajv, name), name).not.toThrow();
+  });
+
+  it("describes an ensure body the server takes as one valid object", () => {
+    const ajv = ajvForDocument();
+    const ensure = doc.components.schemas.EnsureProject;
+    expect(ensure.allOf).toBeUndefined();
+    expect(ensure.type).toBe("object");
+    const validate = validator(ajv, "EnsureProject");
+    const body = {
+      name: "shop",
+      uploadSessionId: "fus_1",
+      installCommand: "npm ci",
+      services: [{ name: "web", build: { context: "." }, ports: ["3000"], environment: { PORT: "3000" } }],
+    };
+    expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ name: "shop", nope: 1 })).toBe(false);
+  });
+
+  it("gives every error response a problem+json body and every operation a unique operationId", () => {
+    const ids = new Set<string>();
+    for (const { method, path, op } of operations()) {
+      expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z0-9]+$/);
+      expect(ids.has(op.operationId), `duplicate operationId ${op.operationId}`).toBe(false);
+      ids.add(op.operationId);
+      for (const [status, response] of Object.entries<Json>(op.responses)) {
+        if (Number(status) < 400) continue;
+        expect(response.content?.["application/problem+json"]?.schema, `${method} ${path} ${status}`).toBeDefined();
+      }
+    }
+  });
+
+  it("declares X-Organization-Id on every authenticated route that does not name the organization in its path", () => {
+    for (const { method, path, op } of operations()) {
+      const refs = (op.parameters ?? []).map((p: Json) => p.$ref);
+      const expected = op["x-permission"] !== "public" && !path.includes("{orgId}");
+      expect(refs.includes("#/components/parameters/OrganizationId"), `${method} ${path}`).toBe(expected);
+    }
+    expect(doc.components.parameters.OrganizationId).toMatchObject({ name: "X-Organization-Id", in: "header" });
+  });
+
+  it("states the body limit of every operation that takes a JSON body, and its 413", () => {
+    for (const { method, path, op } of operations()) {
+      if (!op.requestBody?.content?.["application/json"]) continue;
+      expect(op["x-body-limit"], `${method} ${path}`).toBeGreaterThan(0);
+      expect(op.responses["413"], `${method} ${path}`).toBeDefined();
+    }
+  });
+});
