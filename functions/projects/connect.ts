@@ -45,7 +45,7 @@ const route = defineRoute({
   responses: { 200: jsonResponse(ProjectSchema, "The project with its domains"), 409: { description: "The domain belongs to another project, or the project has too many domains" } },
 });
 
-export const domainsRouter = createRouter().openapi(route, async (c) => {
+export const connectRouter = createRouter().openapi(route, async (c) => {
   const { orgId } = callerOf(c);
   const { domain } = c.req.valid("json");
   const shared = c.get("config").sharedDomain.toLowerCase();

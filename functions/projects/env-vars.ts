@@ -98,7 +98,7 @@ async function environmentOf(ex: Executor, projectId: string, name: string, lock
   return env;
 }
 
-export const envRouter = createRouter()
+export const envVarsRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = callerOf(c);
     const { limit, cursor, environment = "production" } = c.req.valid("query");

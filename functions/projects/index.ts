@@ -5,13 +5,13 @@
  */
 import { createRouter } from "../../shared/http/router";
 import { cloneTokenRouter } from "./clone-token";
+import { connectRouter } from "./connect";
 import { deletionRouter } from "./deletion";
 import { deploymentsRouter } from "./deployments";
-import { domainsRouter } from "./domains";
-import { envRouter } from "./env";
-import { ensureRouter } from "./ensure";
+import { envVarsRouter } from "./env-vars";
 import { environmentsRouter } from "./environments";
 import { folderRouter } from "./folder";
+import { ensureRouter } from "./folder/ensure";
 import { infoRouter } from "./info";
 import { lifecycleRouter } from "./lifecycle";
 import { optionsRouter } from "./options";
@@ -27,8 +27,8 @@ export const projectsRouter = createRouter()
   .route("/", environmentsRouter)
   .route("/", optionsRouter)
   .route("/", lifecycleRouter)
-  .route("/", envRouter)
+  .route("/", envVarsRouter)
   .route("/", cloneTokenRouter)
   .route("/", resourcesRouter)
-  .route("/", domainsRouter)
+  .route("/", connectRouter)
   .route("/", deploymentsRouter);

@@ -1,9 +1,9 @@
 /** Wire shapes of POST /api/projects/ensure: the create body plus the folder-upload fields, and the ensured project. */
 import { z } from "@hono/zod-openapi";
-import { LIMITS } from "./folder/compose";
-import { ServiceInput, ServiceSchema } from "./folder/schema";
-import { isRelativePath } from "./options";
-import { Command, CREATE_PROJECT_FIELDS, ProjectSchema } from "./schema";
+import { LIMITS } from "./compose";
+import { ServiceInput, ServiceSchema } from "./schema";
+import { isRelativePath } from "../options";
+import { Command, CREATE_PROJECT_FIELDS, ProjectSchema } from "../schema";
 
 const Id = z.string().min(1).max(100);
 const RelativePath = z.string().trim().min(1).max(255).refine(isRelativePath, "must be a relative path inside the source (no leading '/', no '..')");

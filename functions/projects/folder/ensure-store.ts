@@ -6,17 +6,17 @@
  */
 import { and, asc, eq, notInArray, sql } from "drizzle-orm";
 import type { z } from "@hono/zod-openapi";
-import type { Keyring } from "../../shared/crypto/keyring";
-import { projectServices, projects, uploadSessions, type ProjectOptions } from "../../shared/db/schema";
-import type { Db, Executor, Tx } from "../../shared/db/types";
-import { ApiError, badRequest } from "../../shared/http/errors";
-import { ENSURED_TTL_MS } from "../../shared/storage/limits";
-import type { CapturedValues } from "./folder/compose";
-import type { ServiceInput, ServiceView } from "./folder/schema";
-import { decryptCaptured, restoreEnvironment, serviceEnvContext, serviceView } from "./folder/services";
-import { findSession } from "./folder/store";
+import type { Keyring } from "../../../shared/crypto/keyring";
+import { projectServices, projects, uploadSessions, type ProjectOptions } from "../../../shared/db/schema";
+import type { Db, Executor, Tx } from "../../../shared/db/types";
+import { ApiError, badRequest } from "../../../shared/http/errors";
+import { ENSURED_TTL_MS } from "../../../shared/storage/limits";
+import type { CapturedValues } from "./compose";
+import type { ServiceInput, ServiceView } from "./schema";
+import { decryptCaptured, restoreEnvironment, serviceEnvContext, serviceView } from "./services";
+import { findSession } from "./store";
 import type { EnsureBody } from "./ensure-schema";
-import { createProject, findProject, mergeOptions, projectNotFound, type ProjectRow } from "./store";
+import { createProject, findProject, mergeOptions, projectNotFound, type ProjectRow } from "../store";
 
 type Body = z.infer<typeof EnsureBody>;
 type Service = z.infer<typeof ServiceInput>;

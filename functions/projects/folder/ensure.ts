@@ -2,13 +2,13 @@
  * POST /api/projects/ensure: create or update the project carrying a folder
  * upload's build configuration (the step after the scan). See ensure-store.ts.
  */
-import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
-import { callerOf, createRouter } from "../../shared/http/router";
-import { ENSURED_TTL_MS } from "../../shared/storage/limits";
+import { defineRoute, jsonRequest, jsonResponse } from "../../../shared/http/route";
+import { callerOf, createRouter } from "../../../shared/http/router";
+import { ENSURED_TTL_MS } from "../../../shared/storage/limits";
 import { EnsureBody, EnsuredProjectSchema } from "./ensure-schema";
 import { ensureProject } from "./ensure-store";
-import { STATUS_DOC } from "./schema";
-import { projectView } from "./store";
+import { STATUS_DOC } from "../schema";
+import { projectView } from "../store";
 
 const route = defineRoute({
   method: "post",
