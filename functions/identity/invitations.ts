@@ -16,7 +16,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { callerOf, createRouter } from "../../shared/http/router";
 import { newId } from "../../shared/ids";
 import { Email, Name, OrgIdParam, RoleSchema, UserSchema } from "./schemas";
-import { addMember, createUser, issueToken } from "./store";
+import { addMember, createUserIfNew, issueToken } from "./store";
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
@@ -50,7 +50,10 @@ const accept = defineRoute({
       z.object({ user: UserSchema, organizationId: z.string(), token: z.string().nullable() }).openapi("AcceptedInvitation"),
       "Joined",
     ),
-    409: { description: "Already a member of the organization" },
+    409: {
+      description:
+        "Already a member of the organization; or an account with the invited e-mail was created at the same moment (another invitation accepted concurrently): the invitation stays open, accept it again with that user's bearer token",
+    },
   },
 });
 
@@ -100,7 +103,10 @@ export const invitationsRouter = createRouter()
       }
       if (caller) throw new ApiError("forbidden", "This invitation was sent to another address");
       if (!name) throw badRequest("name", "name is required to create an account");
-      const user = await createUser(tx, { email: invitation.email, name });
+      const user = await createUserIfNew(tx, { email: invitation.email, name });
+      // Another invitation for this address was accepted at the same moment and created the account
+      // (the whole transaction, this invitation's acceptance included, is rolled back).
+      if (!user) throw new ApiError("conflict", "An account with this e-mail was just created; sign in as that user and accept again with its bearer token");
       await addMember(tx, invitation.orgId, user.id, invitation.role);
       const { token } = await issueToken(tx, { userId: user.id, name: "first token", scopes: null, expiresAt: null });
       return { user, organizationId: invitation.orgId, token };

@@ -15,6 +15,20 @@ export async function createUser(tx: Executor, input: { email: string; name: str
   return user!;
 }
 
+/**
+ * Creates the user unless the e-mail (case-insensitively) is taken; null then. On
+ * Postgres a concurrent insert of the same e-mail waits for the other transaction
+ * and yields null once it commits, instead of a unique violation.
+ */
+export async function createUserIfNew(tx: Executor, input: { email: string; name: string }) {
+  const [user] = await tx
+    .insert(users)
+    .values({ id: newId("usr"), email: input.email, name: input.name })
+    .onConflictDoNothing()
+    .returning();
+  return user ?? null;
+}
+
 /** Adds a member; the organization becomes the user's default if they had none. */
 export async function addMember(tx: Executor, orgId: string, userId: string, role: Role) {
   await tx.insert(memberships).values({ orgId, userId, role });
@@ -57,9 +71,14 @@ export interface BootstrapResult {
 
 /**
  * First start on an empty database: an owner, an organization and an all-tags
- * token. Returns null when any user exists already.
+ * token. Returns null when any user exists already. `beforeCommit` runs inside the
+ * transaction (e.g. saving the token where the operator finds it): if it throws,
+ * nothing is created.
  */
-export async function bootstrapOwner(db: Db, opts: { token?: string } = {}): Promise<BootstrapResult | null> {
+export async function bootstrapOwner(
+  db: Db,
+  opts: { token?: string; beforeCommit?: (result: BootstrapResult) => void | Promise<void> } = {},
+): Promise<BootstrapResult | null> {
   return db.transaction(async (tx) => {
     // Several processes may start at once on one Postgres: only one bootstraps.
     await tx.execute(sql`select pg_advisory_xact_lock(727002)`);
@@ -68,6 +87,8 @@ export async function bootstrapOwner(db: Db, opts: { token?: string } = {}): Pro
     const user = await createUser(tx, { email: "owner@localhost", name: "Owner" });
     const org = await createOrganization(tx, "Default organization", user.id);
     const { token } = await issueToken(tx, { userId: user.id, name: "owner", scopes: null, expiresAt: null, token: opts.token });
-    return { userId: user.id, orgId: org.id, token };
+    const result = { userId: user.id, orgId: org.id, token };
+    await opts.beforeCommit?.(result);
+    return result;
   });
 }

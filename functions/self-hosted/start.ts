@@ -1,10 +1,10 @@
 /**
- * Starts the self-hosted service: opens the database (embedded PGlite in
- * DATA_DIR, or Postgres when DATABASE_URL is set), applies migrations, loads the
- * keyring, bootstraps the first owner on an empty database, and serves the app.
+ * Starts the self-hosted service: checks DATA_DIR and binds the port before
+ * creating anything, opens the database (embedded PGlite in DATA_DIR, or Postgres
+ * when DATABASE_URL is set), applies migrations, loads the keyring, bootstraps the
+ * first owner on an empty database, and serves the app.
  */
-import { serve } from "@hono/node-server";
-import type { AddressInfo } from "node:net";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { AuthCache } from "../../shared/auth/auth-cache";
 import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
@@ -24,7 +24,8 @@ import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
 import { createDeliveryEngine } from "../notifications/delivery/engine";
 import type { NodeConfig } from "./config";
-import { loadOrCreateKeySpec, lockDataDir, writeOwnerToken } from "./data-dir";
+import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
+import { bindHttpServer } from "./http-server";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
 
@@ -34,19 +35,31 @@ export interface RunningServer {
 }
 
 export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log): Promise<RunningServer> {
-  // Postgres may be shared by several stateless processes; the embedded database may not.
-  const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
+  // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
+  checkDataDir(config.dataDir);
+  const http = await bindHttpServer({ port: config.port, host: config.host });
+  let unlock = () => {};
   try {
-    const database = config.databaseUrl
-      ? await openPostgres(config.databaseUrl)
-      : await openPglite({ dataDir: join(config.dataDir, "pglite") });
+    // Postgres may be shared by several stateless processes; the embedded database may not.
+    if (!config.databaseUrl) unlock = lockDataDir(config.dataDir);
+    const pgliteDir = join(config.dataDir, "pglite");
+    if (!config.databaseUrl) ensurePrivateDir(pgliteDir);
+    const database = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite({ dataDir: pgliteDir });
+    if (!config.databaseUrl) makeTreePrivate(pgliteDir);
     const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
 
-    const boot = await bootstrapOwner(database.db, { token: config.ownerToken });
+    // The generated token is saved before the owner is committed: a start that cannot save it creates nothing.
+    let savedTo: string | undefined;
+    const boot = await bootstrapOwner(database.db, {
+      token: config.ownerToken,
+      beforeCommit: config.ownerToken ? undefined : (b) => void (savedTo = writeOwnerToken(config.dataDir, b.token)),
+    }).catch((e) => {
+      if (savedTo) rmSync(savedTo, { force: true });
+      throw e;
+    });
     if (boot) {
-      const path = writeOwnerToken(config.dataDir, boot.token);
       print(`First start: created the owner user and organization ${boot.orgId}.`);
-      if (!config.ownerToken) print(`Owner token (shown once, also saved to ${path}):\n  ${boot.token}`);
+      if (!config.ownerToken) print(`Owner token (shown once, also saved to ${savedTo}):\n  ${boot.token}`);
     }
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
@@ -76,13 +89,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       wakeDeliveries: () => engine.wake(),
     };
     const app = createApp({ services: () => services, logger, extraRouters: uploads.kind === "relay" ? [relayRouter(uploads)] : [] });
-    const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
-    await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", reject);
-    });
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    http.serve(app.fetch);
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url}`);
     engine.start();
     const sweeper = startUploadSweeper({ db: database.db, uploads, logger });
@@ -92,17 +100,20 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       url,
       close: () =>
         (closing ??= (async () => {
-          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await http.close();
           // Sends in flight finish and are recorded before the database closes.
           await engine.stop();
           await sweeper.stop();
           smtp?.close();
           await authFeed.stop();
           await database.close();
+          // Files the embedded database created while running are made private too.
+          if (!config.databaseUrl) makeTreePrivate(pgliteDir);
           unlock();
         })()),
     };
   } catch (e) {
+    await http.close();
     unlock();
     throw e;
   }

@@ -3,14 +3,18 @@
  * data dir, the owner token, the data-dir lock, restarts, Postgres mode, signals.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
-import { DataDirLockedError } from "../../functions/self-hosted/data-dir";
+import { DataDirLockedError, DataDirPermissionsError } from "../../functions/self-hosted/data-dir";
+import { PortInUseError } from "../../functions/self-hosted/http-server";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
 import { freshDatabase } from "../support/fresh-database";
+import { TEST_SECRET_KEYS } from "../support/test-keys";
+import pg from "pg";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -27,6 +31,25 @@ async function start(env: Record<string, string>, lines: string[] = []): Promise
   const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", ...env }), (l) => lines.push(l));
   cleanups.push(() => server.close());
   return server;
+}
+
+/** Every path under `dir` whose mode is not 0700 (folders) or 0600 (files). */
+function notPrivate(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((e) => join(e.parentPath, e.name))
+    .filter((path) => {
+      const info = lstatSync(path);
+      return !info.isSymbolicLink() && (info.mode & 0o777) !== (info.isDirectory() ? 0o700 : 0o600);
+    })
+    .map((path) => `${path.slice(dir.length)} ${(lstatSync(path).mode & 0o777).toString(8)}`);
+}
+
+/** A port some other server holds. */
+async function takenPort(): Promise<number> {
+  const holder: Server = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  cleanups.push(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+  return (holder.address() as { port: number }).port;
 }
 
 const me = (url: string, token: string) => fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${token}` } });
@@ -79,7 +102,45 @@ describe("self-hosted adapter on PGlite", () => {
     const server = await start({ DATA_DIR: dir, WORKSPACE_OWNER_TOKEN: chosen }, lines);
     expect((await me(server.url, chosen)).status).toBe(200);
     expect(lines.join("\n")).not.toContain(chosen);
+    // The operator chose it: it is not copied to disk.
+    expect(existsSync(join(dir, "owner-token"))).toBe(false);
   }, 60_000);
+
+  it("creates everything under DATA_DIR private whatever the umask, after start and after stop", async () => {
+    const dir = tempDir();
+    chmodSync(dir, 0o755); // readable by others, as many existing folders are
+    const umask = process.umask(0);
+    try {
+      const server = await start({ DATA_DIR: dir });
+      expect(notPrivate(dir)).toEqual([]);
+      await server.close();
+    } finally {
+      process.umask(umask);
+    }
+    expect(notPrivate(dir)).toEqual([]);
+  }, 60_000);
+
+  it("refuses a group- or world-writable DATA_DIR, creating nothing in it", async () => {
+    for (const mode of [0o777, 0o775, 0o770]) {
+      const dir = tempDir();
+      chmodSync(dir, mode);
+      const started = start({ DATA_DIR: dir });
+      await expect(started).rejects.toThrow(DataDirPermissionsError);
+      await expect(started).rejects.toThrow(`chmod 700 ${dir}`);
+      expect(readdirSync(dir)).toEqual([]);
+    }
+  });
+
+  it("reports a taken port before creating anything", async () => {
+    const port = await takenPort();
+    const dir = join(tempDir(), "data");
+    const lines: string[] = [];
+    const started = startSelfHosted(loadNodeConfig({ PORT: String(port), LOG_LEVEL: "silent", DATA_DIR: dir }), (l) => lines.push(l));
+    await expect(started).rejects.toThrow(PortInUseError);
+    await expect(started).rejects.toThrow(`Port ${port} is already in use (127.0.0.1:${port}); set PORT to a free port`);
+    expect(existsSync(dir)).toBe(false);
+    expect(lines).toEqual([]);
+  });
 
   it("rejects a short WORKSPACE_OWNER_TOKEN and a bad PORT at start", () => {
     expect(() => loadNodeConfig({ WORKSPACE_OWNER_TOKEN: "short" })).toThrow(/at least 32/);
@@ -103,13 +164,66 @@ describe("self-hosted adapter on Postgres", () => {
     expect(lines.join("\n")).not.toContain("First start");
     expect((await me(other.url, token)).status).toBe(200);
   }, 60_000);
+
+  const postgres = it.runIf(inject("pgKind") === "postgres");
+  const users = async (url: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query("select count(*)::int as n from users")).rows[0].n as number;
+    } finally {
+      await client.end();
+    }
+  };
+
+  postgres("with SECRET_KEYS and a DATA_DIR that does not exist yet, first start creates it and saves the token", async () => {
+    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+    cleanups.push(() => own.drop());
+    const dir = join(tempDir(), "new", "data");
+    const lines: string[] = [];
+    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
+    const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
+    expect(lines.join("\n")).toContain(token);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "owner-token")).mode & 0o777).toBe(0o600);
+    expect((await me(server.url, token)).status).toBe(200);
+  }, 60_000);
+
+  postgres("a first start that cannot save the owner token creates nothing; the next one completes", async () => {
+    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+    cleanups.push(() => own.drop());
+    const dir = tempDir();
+    chmodSync(dir, 0o700);
+    mkdirSync(join(dir, "owner-token")); // in the way (permissions do not stop root; a folder does)
+    const lines: string[] = [];
+    await expect(start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines)).rejects.toThrow(/owner-token/);
+    expect(await users(own.url)).toBe(0);
+    expect(lines).toEqual([]);
+    expect(readdirSync(dir)).toEqual(["owner-token"]); // no temporary file left
+
+    rmSync(join(dir, "owner-token"), { recursive: true });
+    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
+    const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
+    expect((await me(server.url, token)).status).toBe(200);
+    expect(await users(own.url)).toBe(1);
+  }, 60_000);
+
+  postgres("with WORKSPACE_OWNER_TOKEN, writes no owner-token (and needs no DATA_DIR)", async () => {
+    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+    cleanups.push(() => own.drop());
+    const dir = join(tempDir(), "absent");
+    const chosen = `automation-${"y".repeat(40)}`;
+    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS, WORKSPACE_OWNER_TOKEN: chosen });
+    expect((await me(server.url, chosen)).status).toBe(200);
+    expect(existsSync(dir)).toBe(false);
+  }, 60_000);
 });
 
 describe("npm start process", () => {
-  function launch(dir: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  function launch(dir: string, env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
     let out = "";
     const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-      env: { ...process.env, DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent", DATABASE_URL: "" },
+      env: { ...process.env, DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent", DATABASE_URL: "", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout!.on("data", (d) => (out += d));
@@ -141,5 +255,15 @@ describe("npm start process", () => {
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
     expect(existsSync(join(dir, ".lock"))).toBe(false);
+  }, 60_000);
+
+  it("exits with a clear message on a taken port, having created nothing", async () => {
+    const port = await takenPort();
+    const dir = join(tempDir(), "data");
+    const run = launch(dir, { PORT: String(port) });
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toContain(`Port ${port} is already in use (127.0.0.1:${port}); set PORT to a free port, or stop the process using it.`);
+    expect(run.output()).not.toMatch(/EADDRINUSE|First start|wsp_/);
+    expect(existsSync(dir)).toBe(false);
   }, 60_000);
 });

@@ -1,0 +1,136 @@
+/**
+ * The self-hosted HTTP listener around @hono/node-server's request listener.
+ *
+ * Bound before anything else starts, so a taken port is reported before a data
+ * directory, an owner or a token is created; requests that arrive while the
+ * service is still starting get 503.
+ *
+ * Early answers: a route may answer before it has read the whole request body
+ * (413 on an oversized upload or JSON body). Such an answer says
+ * `Connection: close` (the connection cannot carry another request), and the
+ * socket then lingers as nginx's lingering_close does: our side is half-closed
+ * after the answer, and what the client still sends is read and discarded for up
+ * to LINGER_MS / LINGER_BYTES before the socket is closed. Closing at once with
+ * unread bytes makes the kernel send a reset, and a client that has not read the
+ * answer yet loses it (and @hono/node-server on its own drops the socket 500 ms
+ * after an early answer while advertising keep-alive).
+ */
+import { getRequestListener } from "@hono/node-server";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+/** How long, and how many bytes, an early-answered request's body is still read and discarded. */
+export const LINGER_MS = 5_000;
+export const LINGER_BYTES = 64 * 1024 * 1024;
+
+export class PortInUseError extends Error {}
+
+type Fetch = (request: Request, env: { incoming: IncomingMessage; outgoing: ServerResponse }) => Response | Promise<Response>;
+
+export interface BoundServer {
+  server: Server;
+  port: number;
+  /** Starts serving the app; until then requests are answered 503. */
+  serve(fetch: Fetch): void;
+  close(): Promise<void>;
+}
+
+interface Lingering {
+  ms: number;
+  bytes: number;
+  /** Sockets lingering now: closing the server ends them at once (their answer is sent). */
+  sockets: Set<Socket>;
+}
+
+/** Half-closes the socket and discards what the client still sends, within the bounds. */
+function linger(socket: Socket, req: IncomingMessage, limits: Lingering) {
+  if (limits.sockets.has(socket) || socket.destroyed) return;
+  limits.sockets.add(socket);
+  const close = () => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, limits.ms);
+  timer.unref();
+  socket.once("close", () => {
+    clearTimeout(timer);
+    limits.sockets.delete(socket);
+  });
+  // The answer is sent, so nobody wants the rest of the body: drop the readers the app left
+  // attached (a web-stream adapter would buffer it, or pause the request and stall the drain).
+  req.removeAllListeners("data");
+  req.removeAllListeners("readable");
+  let bytes = 0;
+  req.on("data", (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > limits.bytes) close();
+  });
+  // The whole body arrived: nothing is left unread, so closing sends no reset (once our answer is flushed).
+  req.once("end", () => (socket.writableFinished ? close() : socket.once("finish", close)));
+  req.once("error", close);
+  socket.end();
+  req.resume();
+}
+
+/** Marks an answer written before its request body was fully read, and arms the lingering close. */
+function guardEarlyAnswer(req: IncomingMessage, res: ServerResponse, limits: Lingering) {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    const socket = req.socket;
+    if (!req.complete && socket && !socket.destroyed && !res.headersSent) {
+      // Node then sends `Connection: close` and ends the connection after this answer...
+      res.shouldKeepAlive = false;
+      // ...through socket.destroySoon(), as does @hono/node-server's drain timer: both linger instead.
+      socket.destroySoon = () => linger(socket, req, limits);
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+}
+
+const STARTING = JSON.stringify({
+  type: "about:blank",
+  title: "Service Unavailable",
+  status: 503,
+  detail: "The service is starting; retry in a moment",
+});
+
+/**
+ * Binds host:port (PortInUseError when taken) and returns the server; the app is attached later with serve().
+ * `linger` overrides the lingering bounds (tests).
+ */
+export async function bindHttpServer(opts: { port: number; host: string; linger?: { ms: number; bytes: number } }): Promise<BoundServer> {
+  const limits: Lingering = { ...(opts.linger ?? { ms: LINGER_MS, bytes: LINGER_BYTES }), sockets: new Set() };
+  let listener: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
+  const server = createServer((req, res) => {
+    guardEarlyAnswer(req, res, limits);
+    if (listener) return void listener(req, res);
+    res.writeHead(503, { "content-type": "application/problem+json", "retry-after": "1" }).end(STARTING);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (e: NodeJS.ErrnoException) => {
+      const where = `${opts.host}:${opts.port}`;
+      if (e.code === "EADDRINUSE") reject(new PortInUseError(`Port ${opts.port} is already in use (${where}); set PORT to a free port, or stop the process using it.`));
+      else if (e.code === "EACCES") reject(new PortInUseError(`Not allowed to listen on ${where}; set PORT to a port above 1023, or grant the privilege.`));
+      else if (e.code === "EADDRNOTAVAIL") reject(new PortInUseError(`Cannot listen on ${where}: no such address on this machine; check HOST.`));
+      else reject(e);
+    };
+    server.once("error", onError);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    serve(fetch) {
+      listener = getRequestListener(fetch as Parameters<typeof getRequestListener>[0], { hostname: opts.host });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        for (const socket of limits.sockets) socket.destroy();
+      }),
+  };
+}
