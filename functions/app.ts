@@ -32,7 +32,7 @@ export interface AppDeps {
 const PROBLEM_TYPE = "application/problem+json";
 
 function problemResponse(c: Context<AppEnv>, error: ApiError): Response {
-  return c.body(JSON.stringify(error.toProblem(c.get("requestId"))), error.status as 400, { "content-type": PROBLEM_TYPE });
+  return c.body(JSON.stringify(error.toProblem(c.get("requestId"))), error.status as 400, { ...error.headers, "content-type": PROBLEM_TYPE });
 }
 
 /** Hono's own errors (e.g. a body the runtime cannot read) keep their status as a problem. */

@@ -102,7 +102,7 @@ export const channelsRouter = createRouter()
     const now = c.get("clock")();
     if (channel.kind !== "in_app") {
       const limited = await takeTestSend(c.get("db"), o.orgId, channel.id, now);
-      if (limited) return tooManyTestSends(c, limited);
+      if (limited) throw tooManyTestSends(limited);
     }
     const event = {
       id: newId("nevt", now.getTime()),

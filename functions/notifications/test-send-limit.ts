@@ -4,20 +4,19 @@
  * the other is exhausted is given back). Over the limit: 429 problem+json with
  * `Retry-After` (seconds until the exhausted window ends).
  */
-import type { Context } from "hono";
 import type { Db } from "../../shared/db/types";
-import type { AppEnv } from "../../shared/http/context";
-import { problem } from "../../shared/http/problem-schema";
+import { tooManyRequests } from "../../shared/http/errors";
+import { tooManyRequestsResponse } from "../../shared/http/problem-schema";
 import { describeLimit, TEST_SEND_LIMITS, testSendTakes } from "./limits";
 import { retryAfterSeconds, returnRateLimits, takeRateLimits } from "./rate-limit";
 
 export const TEST_SEND_LIMIT_TEXT = `${describeLimit(TEST_SEND_LIMITS.perChannel)} per channel and ${describeLimit(TEST_SEND_LIMITS.perOrg)} per organization`;
 
 /** The OpenAPI description of the 429 answer. */
-export const TOO_MANY_TEST_SENDS = {
-  ...problem(`Test sends are limited to ${TEST_SEND_LIMIT_TEXT}; \`Retry-After\` says when to try again`),
-  headers: { "Retry-After": { description: "Seconds until a test send is allowed again", schema: { type: "integer" as const } } },
-};
+export const TOO_MANY_TEST_SENDS = tooManyRequestsResponse(
+  `Test sends are limited to ${TEST_SEND_LIMIT_TEXT}; \`Retry-After\` says when to try again`,
+  "Seconds until a test send is allowed again",
+);
 
 /** null: the send may go ahead; otherwise how long to wait. */
 export async function takeTestSend(db: Db, orgId: string, channelId: string, now: Date): Promise<{ retryAfter: number; scope: "channel" | "organization" } | null> {
@@ -33,14 +32,10 @@ export async function takeTestSend(db: Db, orgId: string, channelId: string, now
   return { retryAfter: retryAfterSeconds(new Date(windowEnd), now), scope: denied[0] === takes[0] ? "channel" : "organization" };
 }
 
-/** The 429 answer, in the app's problem+json shape. */
-export function tooManyTestSends(c: Context<AppEnv>, limited: { retryAfter: number; scope: "channel" | "organization" }) {
-  const body = {
-    type: "urn:workspace:problem:too-many-requests",
-    title: "Too Many Requests",
-    status: 429,
-    detail: `Too many test sends for this ${limited.scope}: the limit is ${TEST_SEND_LIMIT_TEXT}. Try again in ${limited.retryAfter} s.`,
-    requestId: c.get("requestId"),
-  };
-  return c.json(body, 429, { "Content-Type": "application/problem+json", "Retry-After": String(limited.retryAfter) });
+/** The 429 problem. */
+export function tooManyTestSends(limited: { retryAfter: number; scope: "channel" | "organization" }) {
+  return tooManyRequests(
+    `Too many test sends for this ${limited.scope}: the limit is ${TEST_SEND_LIMIT_TEXT}. Try again in ${limited.retryAfter} s.`,
+    limited.retryAfter,
+  );
 }

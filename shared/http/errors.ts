@@ -11,6 +11,7 @@ export type ProblemCode =
   | "conflict"
   | "payload_too_large"
   | "unsupported_media_type"
+  | "too_many_requests"
   | "internal";
 
 const STATUS: Record<ProblemCode, { status: number; title: string }> = {
@@ -21,6 +22,7 @@ const STATUS: Record<ProblemCode, { status: number; title: string }> = {
   conflict: { status: 409, title: "Conflict" },
   payload_too_large: { status: 413, title: "Payload Too Large" },
   unsupported_media_type: { status: 415, title: "Unsupported Media Type" },
+  too_many_requests: { status: 429, title: "Too Many Requests" },
   internal: { status: 500, title: "Internal Server Error" },
 };
 
@@ -40,6 +42,8 @@ export class ApiError extends Error {
     readonly code: ProblemCode,
     detail: string,
     readonly extra: { field?: string; allowed?: Problem["allowed"] } = {},
+    /** Response headers that go with the problem (e.g. `Retry-After`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(detail);
     this.status = STATUS[code].status;
@@ -60,3 +64,7 @@ export class ApiError extends Error {
 export const notFound = (what = "Resource") => new ApiError("not_found", `${what} not found`);
 export const badRequest = (field: string | undefined, detail: string, allowed?: Problem["allowed"]) =>
   new ApiError("validation", detail, { ...(field ? { field } : {}), ...(allowed ? { allowed } : {}) });
+
+/** 429 with `Retry-After` (whole seconds, at least 1). */
+export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
+  new ApiError("too_many_requests", detail, {}, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) });

@@ -25,3 +25,9 @@ export const ERROR_RESPONSES = {
   404: problem("Not found, or not visible to the caller"),
   500: problem("Unexpected error; quote `requestId` when reporting it"),
 } as const;
+
+/** A 429 answer: the problem body and the `Retry-After` header (seconds). */
+export const tooManyRequestsResponse = (description: string, retryAfter: string) => ({
+  ...problem(description),
+  headers: { "Retry-After": { description: retryAfter, schema: { type: "integer" as const, minimum: 1 } } },
+});

@@ -8,6 +8,10 @@ import { ApiError, badRequest } from "./errors";
 
 type Issue = z.core.$ZodIssue;
 
+/** zod's type names in words: `int` is "an integer", `object` "an object". */
+const TYPE_WORDS: Record<string, string> = { int: "an integer", object: "an object", array: "an array", undefined: "absent" };
+const typeInWords = (expected: string) => TYPE_WORDS[expected] ?? `a ${expected}`;
+
 function describe(value: unknown): string {
   return value === null ? "null" : JSON.stringify(value);
 }
@@ -35,7 +39,7 @@ export function issueToError(issue: Issue, target: string, data?: unknown): ApiE
       return badRequest(field, `${name} must be one of ${issue.values.map(describe).join(", ")}`, issue.values as never);
     case "invalid_type":
       if (valueAt(data, issue.path) === undefined) return badRequest(field, `${name} is required`);
-      return badRequest(field, `${name} must be ${issue.expected === "object" && !field ? "a JSON object" : `a ${issue.expected}`}`);
+      return badRequest(field, `${name} must be ${issue.expected === "object" && !field ? "a JSON object" : typeInWords(issue.expected)}`);
     case "too_big":
       return badRequest(field, `${name} must be at most ${issue.maximum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
     case "too_small":

@@ -44,6 +44,12 @@ export function inputSafetySuite(h: Harness) {
       expect(wrong.detail).toBe("enabled must be a boolean");
       const missing = await expectProblem(await h.request("/api/settings/forward-git", { method: "PATCH", token: t.token, json: {} }), 400, "enabled");
       expect(missing.detail).toBe("enabled is required");
+      const t2 = await seedTenant(h);
+      const project = await expectStatus<{ id: string }>(await h.request("/api/projects", { token: t2.token, json: { name: "words" } }), 201);
+      const fraction = await h.request(`/api/projects/${project.id}/resources`, { method: "PATCH", token: t2.token, json: { port: 80.5 } });
+      expect((await expectProblem(fraction, 400, "port")).detail).toBe("port must be an integer");
+      const notObject = await h.request(`/api/projects/${project.id}/resources`, { method: "PATCH", token: t2.token, json: { production: 3 } });
+      expect((await expectProblem(notObject, 400, "production")).detail).toBe("production must be an object");
     });
   });
 }

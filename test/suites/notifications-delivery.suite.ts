@@ -448,7 +448,7 @@ export function notificationsDeliverySuite(h: Harness, env: NotificationsEnv) {
         const op = doc.paths["/api/notifications/channels/{id}/test"].post;
         expect(op.description).toContain("5 per 10 minutes per channel and 30 per hour per organization");
         expect(op.responses["429"].content["application/problem+json"]).toBeDefined();
-        expect(op.responses["429"].headers["Retry-After"].schema).toEqual({ type: "integer" });
+        expect(op.responses["429"].headers["Retry-After"].schema).toEqual({ type: "integer", minimum: 1 });
       });
 
       it("does not limit in_app test sends (they reach only the caller's feed)", async () => {

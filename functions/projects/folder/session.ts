@@ -7,8 +7,8 @@ import { z } from "@hono/zod-openapi";
 import { ENSURED_TTL_MS, GZIP_TYPE, MAX_UPLOAD_BYTES, objectKeyFor, ORG_SESSION_CAPS, PRESIGN_TTL_SECONDS, SESSION_TTL_MS } from "../../../shared/storage/limits";
 import type { UploadTarget } from "../../../shared/storage/types";
 import type { AppContext } from "../../../shared/http/context";
-import { ApiError, badRequest } from "../../../shared/http/errors";
-import { ProblemSchema } from "../../../shared/http/problem-schema";
+import { ApiError, badRequest, tooManyRequests } from "../../../shared/http/errors";
+import { tooManyRequestsResponse } from "../../../shared/http/problem-schema";
 import { defineRoute, jsonResponse } from "../../../shared/http/route";
 import { callerOf, createRouter } from "../../../shared/http/router";
 import { newId } from "../../../shared/ids";
@@ -44,11 +44,10 @@ const route = withOptionalJsonBody(
     permission: "project:write",
     responses: {
       201: jsonResponse(UploadTargetSchema, "The upload target"),
-      429: {
-        description: "The organization's open sessions or their bytes are at the cap; nothing was opened",
-        headers: { "Retry-After": { description: "Seconds until the soonest-expiring open session expires", schema: { type: "integer" } } },
-        content: { "application/problem+json": { schema: ProblemSchema } },
-      },
+      429: tooManyRequestsResponse(
+        "The organization's open sessions or their bytes are at the cap; nothing was opened",
+        "Seconds until the soonest-expiring open session expires",
+      ),
     },
   }),
   SessionHint,
@@ -62,14 +61,13 @@ function relayTarget(c: AppContext, sessionId: string, publicUrl: string | undef
   return { url, absoluteUrl: base + url, method: "POST", headers: { "Content-Type": GZIP_TYPE }, requiresAuth: true };
 }
 
-/** 429 problem+json with Retry-After (ApiError has no 429 of its own). */
-function capExceeded(c: AppContext, refusal: CapExceeded) {
+/** The 429 of a session past the organization's caps. */
+function capExceeded(refusal: CapExceeded) {
   const detail =
     refusal.exceeded === "sessions"
       ? `The organization already has ${ORG_SESSION_CAPS.maxOpen} open upload sessions; retry once one expires`
       : `The organization's open upload sessions would hold more than ${ORG_SESSION_CAPS.maxBytes / GIB} GiB; retry once one expires`;
-  const problem = { type: "urn:workspace:problem:too-many-requests", title: "Too Many Requests", status: 429, detail, requestId: c.get("requestId") };
-  return c.json(problem, 429, { "Content-Type": "application/problem+json", "Retry-After": String(refusal.retryAfterSeconds) });
+  return tooManyRequests(detail, refusal.retryAfterSeconds);
 }
 
 export const sessionRouter = createRouter().openapi(route, async (c) => {
@@ -91,7 +89,7 @@ export const sessionRouter = createRouter().openapi(route, async (c) => {
     now,
     ORG_SESSION_CAPS,
   );
-  if ("exceeded" in inserted) return capExceeded(c, inserted);
+  if ("exceeded" in inserted) throw capExceeded(inserted);
   const target =
     uploads.kind === "presigned"
       ? await uploads.presign({ key: objectKey, sizeBytes: hint.sizeBytes!, now, expiresInSeconds: PRESIGN_TTL_SECONDS })
