@@ -31,6 +31,7 @@ import { createApp } from "./app";
 import { sweepExpiredUploads } from "./projects/folder/sweep";
 import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./notifications/delivery/engine";
 import type { Transports } from "./notifications/delivery/send";
+import { describeError } from "../shared/http/error-log";
 
 const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
@@ -136,7 +137,7 @@ async function drainOutbox(env: Env, overrides: WorkerOverrides, budgetMs: numbe
 }
 
 function logDrainError(e: unknown) {
-  jsonLogger().error("notification drain failed", { error: e instanceof Error ? e.message : String(e) });
+  jsonLogger().error("notification drain failed", describeError(e));
 }
 
 export function createWorker(overrides: WorkerOverrides = {}) {
@@ -164,7 +165,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
       const env = parseBindings(rawEnv);
       await Promise.all([
         drainOutbox(env, overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError),
-        sweepUploads(env).catch((e) => jsonLogger().error("upload sweep failed", { error: e instanceof Error ? e.message : String(e) })),
+        sweepUploads(env).catch((e) => jsonLogger().error("upload sweep failed", describeError(e))),
       ]);
     },
   };

@@ -45,6 +45,7 @@ import { pruneRateLimits, returnRateLimits, takeRateLimits, type Take } from "..
 import { rowsOf } from "../store";
 import type { NotificationMessage } from "./payloads";
 import { sendToChannel, type Transports } from "./send";
+import { describeError } from "../../../shared/http/error-log";
 
 export interface DeliveryPolicy {
   maxAttempts: number;
@@ -339,7 +340,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     try {
       await pruneRateLimits(db, now);
     } catch (e) {
-      logger.error("rate-limit prune failed", { error: e instanceof Error ? e.message : String(e) });
+      logger.error("rate-limit prune failed", describeError(e));
     }
   }
 
@@ -354,7 +355,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
           await processOne(send, rows.get(send.id), token, deferred.get(send.id));
         } catch (e) {
           // Left `sending`: claimed again when the lease ends.
-          logger.error("notification send could not be recorded", { sendId: send.id, error: e instanceof Error ? e.message : String(e) });
+          logger.error("notification send could not be recorded", { sendId: send.id, ...describeError(e) });
         }
       }
     };
@@ -420,7 +421,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
           try {
             ({ nextDueAt: due } = await drain({ budgetMs: 30_000 }));
           } catch (e) {
-            logger.error("notification delivery failed", { error: e instanceof Error ? e.message : String(e) });
+            logger.error("notification delivery failed", describeError(e));
           }
           if (stopping) break;
           const untilDue = due ? due.getTime() - clock().getTime() : pollMs;
