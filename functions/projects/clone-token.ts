@@ -3,18 +3,16 @@
  * returned. Reads show only whether one is stored and since when.
  */
 import { z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { projects } from "../../shared/db/schema";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { noControl, ProjectIdParam } from "./schema";
-import { findProject, projectNotFound, type ProjectRow } from "./store";
+import { findProject, updateProject, type ProjectRow } from "./store";
 
 const CloneTokenState = z
   .object({ hasToken: z.boolean(), setAt: z.string().nullable() })
   .openapi("ProjectCloneToken", { description: "The token itself is encrypted at rest and never returned" });
 
-export const cloneTokenContext = (p: { orgId: string; id: string }) => ({ orgId: p.orgId, table: "projects", column: "clone_token", rowId: p.id });
+const cloneTokenContext = (p: { orgId: string; id: string }) => ({ orgId: p.orgId, table: "projects", column: "clone_token", rowId: p.id });
 
 const view = (row: Pick<ProjectRow, "cloneTokenCiphertext" | "cloneTokenSetAt">) => ({
   hasToken: Boolean(row.cloneTokenCiphertext),
@@ -59,11 +57,6 @@ export const cloneTokenRouter = createRouter()
     // Only the caller's own project is ever encrypted for: the ciphertext is bound to (org, id).
     const project = await findProject(c.get("db"), orgId, id);
     const ciphertext = token === null ? null : await c.get("keyring").encrypt(token, cloneTokenContext(project));
-    const [row] = await c.get("db")
-      .update(projects)
-      .set({ cloneTokenCiphertext: ciphertext, cloneTokenSetAt: ciphertext ? now : null, updatedAt: now })
-      .where(and(eq(projects.id, project.id), eq(projects.orgId, orgId)))
-      .returning();
-    if (!row) throw projectNotFound();
+    const row = await updateProject(c.get("db"), orgId, project.id, { cloneTokenCiphertext: ciphertext, cloneTokenSetAt: ciphertext ? now : null, updatedAt: now });
     return c.json(view(row), 200);
   });

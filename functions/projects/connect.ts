@@ -4,16 +4,12 @@
  * full lifecycle (DNS preview, verification, TLS) belongs to the domains API.
  */
 import { z } from "@hono/zod-openapi";
-import { and, count, eq, ne } from "drizzle-orm";
-import { domains } from "../../shared/db/schema";
-import { ApiError, badRequest } from "../../shared/http/errors";
+import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { newId } from "../../shared/ids";
+import { connectDomain, MAX_DOMAINS } from "./domains-store";
 import { ProjectIdParam, ProjectSchema } from "./schema";
-import { findProject, projectView } from "./store";
-
-export const MAX_DOMAINS = 50;
+import { projectView } from "./store";
 
 /** Lower-cased, without a trailing dot. */
 export const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
@@ -52,28 +48,6 @@ export const connectRouter = createRouter().openapi(route, async (c) => {
   if (domain === shared || domain.endsWith(`.${shared}`)) {
     throw badRequest("domain", `Hosts under ${shared} are free routes and cannot be connected`);
   }
-  const row = await c.get("db").transaction(async (tx) => {
-    // FOR UPDATE: one connect at a time per project, so exactly one domain ends primary.
-    const project = await findProject(tx, orgId, c.req.valid("param").id, "update");
-    const [owner] = await tx.select({ projectId: domains.projectId }).from(domains).where(eq(domains.hostname, domain));
-    if (owner && owner.projectId !== project.id) throw new ApiError("conflict", `${domain} is connected to another project`);
-    if (!owner) {
-      const [existing] = await tx.select({ n: count() }).from(domains).where(eq(domains.projectId, project.id));
-      if (existing!.n >= MAX_DOMAINS) throw new ApiError("conflict", `A project can have at most ${MAX_DOMAINS} domains`);
-      const inserted = await tx
-        .insert(domains)
-        .values({ id: newId("dom"), orgId, projectId: project.id, hostname: domain })
-        .onConflictDoNothing({ target: domains.hostname })
-        .returning({ id: domains.id });
-      // Taken by another project between the check and the insert.
-      if (inserted.length === 0) throw new ApiError("conflict", `${domain} is connected to another project`);
-    }
-    await tx
-      .update(domains)
-      .set({ isPrimary: false })
-      .where(and(eq(domains.projectId, project.id), eq(domains.isPrimary, true), ne(domains.hostname, domain)));
-    await tx.update(domains).set({ isPrimary: true }).where(eq(domains.hostname, domain));
-    return project;
-  });
+  const row = await connectDomain(c.get("db"), orgId, c.req.valid("param").id, domain);
   return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
 });

@@ -4,13 +4,11 @@
  * out, and answers the same counts. Afterwards every per-project route answers 404.
  */
 import { z } from "@hono/zod-openapi";
-import { and, count, eq } from "drizzle-orm";
-import { apiTokens, deployments, domains, environments, envVars, projects, projectServices } from "../../shared/db/schema";
-import type { Executor } from "../../shared/db/types";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
+import { deleteProject, deletionCounts } from "./deletion-store";
 import { ProjectIdParam } from "./schema";
-import { findProject, type ProjectRow } from "./store";
+import { findProject } from "./store";
 
 const Counts = z
   .object({
@@ -49,45 +47,15 @@ const remove = defineRoute({
   responses: { 200: jsonResponse(Preview, "What was removed") },
 });
 
-async function countOf(ex: Executor, table: typeof environments | typeof envVars | typeof domains | typeof deployments | typeof projectServices, projectId: string) {
-  const [row] = await ex.select({ n: count() }).from(table).where(eq(table.projectId, projectId));
-  return row!.n;
-}
-
-async function counts(ex: Executor, project: ProjectRow): Promise<z.infer<typeof Counts>> {
-  const [sessions] = await ex
-    .select({ n: count() })
-    .from(apiTokens)
-    .where(and(eq(apiTokens.projectId, project.id), eq(apiTokens.kind, "deployment_session")));
-  return {
-    projects: 1,
-    environments: await countOf(ex, environments, project.id),
-    envVars: await countOf(ex, envVars, project.id),
-    domains: await countOf(ex, domains, project.id),
-    deployments: await countOf(ex, deployments, project.id),
-    services: await countOf(ex, projectServices, project.id),
-    cloneTokens: project.cloneTokenCiphertext ? 1 : 0,
-    deploymentSessions: sessions!.n,
-  };
-}
-
 export const deletionRouter = createRouter()
   .openapi(preview, async (c) => {
     const project = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
-    return c.json({ projectId: project.id, removes: await counts(c.get("db"), project) }, 200);
+    return c.json({ projectId: project.id, removes: await deletionCounts(c.get("db"), project) }, 200);
   })
   .openapi(remove, async (c) => {
     const { orgId } = callerOf(c);
     const { id } = c.req.valid("param");
-    const removed = await c.get("db").transaction(async (tx) => {
-      // FOR UPDATE waits for writers holding KEY SHARE (env, environments, domains, sessions) and blocks new ones.
-      const project = await findProject(tx, orgId, id, "update");
-      const removes = await counts(tx, project);
-      await tx.delete(apiTokens).where(and(eq(apiTokens.projectId, project.id), eq(apiTokens.kind, "deployment_session")));
-      // Environments, env vars, domains and deployments go with it (ON DELETE CASCADE).
-      await tx.delete(projects).where(eq(projects.id, project.id));
-      return removes;
-    });
+    const removed = await deleteProject(c.get("db"), orgId, id);
     // Its deployment-session tokens are gone: forget cached lookups at once (rare, so all of them).
     c.get("authCache")?.invalidate();
     return c.json({ projectId: id, removes: removed }, 200);

@@ -3,19 +3,18 @@
  * deployment session: a short-lived read-only token for one project's deployments.
  */
 import { z } from "@hono/zod-openapi";
-import { and, desc, eq, lt } from "drizzle-orm";
 import { SESSION_TOKEN_PREFIX, displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
 import { capToParent } from "../../shared/auth/token-lifetime";
-import { apiTokens, DEPLOYMENT_STATUSES, deployments, environments } from "../../shared/db/schema";
+import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { newId } from "../../shared/ids";
-import { EnvironmentName } from "./environments";
-import { ProjectIdParam } from "./schema";
-import { findEnvironment, findProject } from "./store";
+import { createDeploymentSession, listDeployments } from "./deployments-store";
+import { findEnvironment } from "./environments-store";
+import { EnvironmentName, ProjectIdParam } from "./schema";
+import { findProject } from "./store";
 
-export const SESSION_TTL_MS = 15 * 60 * 1000;
+const SESSION_TTL_MS = 15 * 60 * 1000;
 /** What a session may do, within what its creator may do. */
 const SESSION_TAGS = ["project:read", "project:deployment:list"] as const;
 
@@ -73,19 +72,7 @@ export const deploymentsRouter = createRouter()
     const project = await findProject(c.get("db"), orgId, c.req.valid("param").id);
     const env = environment === undefined ? undefined : await findEnvironment(c.get("db"), project.id, environment);
     if (environment !== undefined && !env) return c.json({ items: [], nextCursor: null }, 200);
-    const rows = await c.get("db")
-      .select({ d: deployments, environment: environments.name })
-      .from(deployments)
-      .innerJoin(environments, eq(environments.id, deployments.environmentId))
-      .where(
-        and(
-          eq(deployments.projectId, project.id),
-          env ? eq(deployments.environmentId, env.id) : undefined,
-          cursor !== undefined ? lt(deployments.id, cursor) : undefined,
-        ),
-      )
-      .orderBy(desc(deployments.id))
-      .limit(limit + 1);
+    const rows = await listDeployments(c.get("db"), project.id, env?.id, limit, cursor);
     const page = toPage(rows, limit, (r) => r.d.id);
     return c.json(
       {
@@ -108,22 +95,13 @@ export const deploymentsRouter = createRouter()
     const token = generateToken(SESSION_TOKEN_PREFIX);
     const expiresAt = await capToParent(c.get("db"), caller.tokenId, new Date(c.get("clock")().getTime() + SESSION_TTL_MS));
     const scopes = SESSION_TAGS.filter((t) => caller.tags.includes(t));
-    const tokenHash = await hashToken(token);
-    const projectId = await c.get("db").transaction(async (tx) => {
-      const project = await findProject(tx, caller.orgId, c.req.valid("param").id, "key share");
-      await tx.insert(apiTokens).values({
-        id: newId("tok"),
-        userId: caller.userId,
-        name: `deployment session ${project.id}`,
-        tokenHash,
-        displayPrefix: displayPrefix(token),
-        scopes,
-        expiresAt,
-        kind: "deployment_session",
-        projectId: project.id,
-        orgId: caller.orgId,
-      });
-      return project.id;
+    const projectId = await createDeploymentSession(c.get("db"), c.req.valid("param").id, {
+      orgId: caller.orgId,
+      userId: caller.userId,
+      tokenHash: await hashToken(token),
+      displayPrefix: displayPrefix(token),
+      scopes,
+      expiresAt,
     });
     return c.json({ token, projectId, expiresAt: expiresAt.toISOString(), scopes }, 201);
   });

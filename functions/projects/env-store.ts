@@ -7,25 +7,27 @@
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Keyring } from "../../shared/crypto/keyring";
 import { envVars } from "../../shared/db/schema";
-import type { Executor, Tx } from "../../shared/db/types";
+import type { Db, Executor, Tx } from "../../shared/db/types";
 import { badRequest } from "../../shared/http/errors";
+import { findEnvironment } from "./environments-store";
+import { findProject } from "./store";
 
 /** What a secret value reads as, whatever its length. Sent back as a value, it keeps the stored secret. */
 export const MASK = "••••••••";
 
 type Row = typeof envVars.$inferSelect;
-export interface Scope {
+interface Scope {
   orgId: string;
   projectId: string;
   environmentId: string;
 }
-export interface Upsert {
+interface Upsert {
   key: string;
   value: string;
   isSecret?: boolean;
 }
 
-export const secretContext = (s: Scope, key: string) => ({
+const secretContext = (s: Scope, key: string) => ({
   orgId: s.orgId,
   table: "env_vars",
   column: "value",
@@ -39,6 +41,13 @@ export const envView = (r: Pick<Row, "key" | "value" | "isSecret" | "updatedAt">
   updatedAt: r.updatedAt.toISOString(),
 });
 
+/** The project's environment by name, else 400 naming `environment` (the field that named it). */
+export async function environmentOf(ex: Executor, projectId: string, name: string, lock?: "no key update") {
+  const env = await findEnvironment(ex, projectId, name, lock);
+  if (!env) throw badRequest("environment", `The project has no environment named '${name}'`);
+  return env;
+}
+
 const inScope = (s: Scope) => and(eq(envVars.projectId, s.projectId), eq(envVars.environmentId, s.environmentId));
 
 export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: string) {
@@ -50,12 +59,23 @@ export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: st
     .limit(limit + 1);
 }
 
+/** One merge into the named environment of the caller's project, in one transaction. */
+export async function mergeProjectEnv(db: Db, keyring: Keyring, orgId: string, projectId: string, environment: string, upserts: Upsert[], deletes: string[], now: Date) {
+  return db.transaction(async (tx) => {
+    // KEY SHARE: a concurrent DELETE of the project waits for this merge (or this merge sees 404).
+    const project = await findProject(tx, orgId, projectId, "key share");
+    // Merges of one environment take turns (row locks alone cannot cover keys that do not exist yet).
+    const env = await environmentOf(tx, project.id, environment, "no key update");
+    return mergeEnv(tx, keyring, { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, now);
+  });
+}
+
 /**
  * Applies one merge inside the caller's transaction, which must hold the
  * environment's row lock: merges of one environment then run one at a time, so
  * what is read here stays true until commit and overlapping merges cannot deadlock.
  */
-export async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date) {
+async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date) {
   const existing = new Map<string, Row>();
   if (upserts.length) {
     const rows = await tx

@@ -8,11 +8,9 @@ import { badRequest } from "../../shared/http/errors";
 import { DEFAULT_LIMIT, MAX_LIMIT, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import type { Executor } from "../../shared/db/types";
-import { EnvironmentName } from "./environments";
-import { envView, listEnv, MASK, mergeEnv } from "./env-store";
-import { ProjectIdParam } from "./schema";
-import { findEnvironment, findProject } from "./store";
+import { environmentOf, envView, listEnv, MASK, mergeProjectEnv } from "./env-store";
+import { EnvironmentName, ProjectIdParam } from "./schema";
+import { findProject } from "./store";
 
 const MAX_CHANGES = 200;
 
@@ -92,12 +90,6 @@ const patch = defineRoute({
   },
 });
 
-async function environmentOf(ex: Executor, projectId: string, name: string, lock?: "no key update") {
-  const env = await findEnvironment(ex, projectId, name, lock);
-  if (!env) throw badRequest("environment", `The project has no environment named '${name}'`);
-  return env;
-}
-
 export const envVarsRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = callerOf(c);
@@ -119,12 +111,6 @@ export const envVarsRouter = createRouter()
     for (const [j, key] of deletes.entries()) {
       if (seen.has(key)) throw badRequest(`deletes.${j}`, `'${key}' is in both upserts and deletes`);
     }
-    const result = await c.get("db").transaction(async (tx) => {
-      // KEY SHARE: a concurrent DELETE of the project waits for this merge (or this merge sees 404).
-      const project = await findProject(tx, orgId, c.req.valid("param").id, "key share");
-      // Merges of one environment take turns (row locks alone cannot cover keys that do not exist yet).
-      const env = await environmentOf(tx, project.id, environment, "no key update");
-      return mergeEnv(tx, c.get("keyring"), { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, c.get("clock")());
-    });
+    const result = await mergeProjectEnv(c.get("db"), c.get("keyring"), orgId, c.req.valid("param").id, environment, upserts, deletes, c.get("clock")());
     return c.json({ environment, ...result }, 200);
   });

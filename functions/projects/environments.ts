@@ -3,23 +3,16 @@
  * with a name and a branch. Names are unique per project (409 on a repeat).
  */
 import { z } from "@hono/zod-openapi";
-import { and, asc, eq, gt } from "drizzle-orm";
-import { ENVIRONMENT_KINDS, environments } from "../../shared/db/schema";
+import { ENVIRONMENT_KINDS } from "../../shared/db/schema";
 import { ApiError } from "../../shared/http/errors";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { newId } from "../../shared/ids";
-import { BranchName, ProjectIdParam } from "./schema";
+import { createPreviewEnvironment, listEnvironments, type EnvironmentRow } from "./environments-store";
+import { BranchName, EnvironmentName, ProjectIdParam } from "./schema";
 import { findProject } from "./store";
 
-export const EnvironmentName = z
-  .string()
-  .min(1)
-  .max(32)
-  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, "must be 1-32 lower-case letters, digits and '-', not starting or ending with '-'");
-
-export const EnvironmentSchema = z
+const EnvironmentSchema = z
   .object({
     id: z.string(),
     name: z.string(),
@@ -29,8 +22,7 @@ export const EnvironmentSchema = z
   })
   .openapi("Environment");
 
-type Row = typeof environments.$inferSelect;
-const view = (e: Row) => ({ id: e.id, name: e.name, kind: e.kind, branch: e.branch, createdAt: e.createdAt.toISOString() });
+const view = (e: EnvironmentRow) => ({ id: e.id, name: e.name, kind: e.kind, branch: e.branch, createdAt: e.createdAt.toISOString() });
 
 const list = defineRoute({
   method: "get",
@@ -58,27 +50,12 @@ export const environmentsRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const project = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
-    const rows = await c.get("db")
-      .select()
-      .from(environments)
-      .where(and(eq(environments.projectId, project.id), cursor ? gt(environments.id, cursor) : undefined))
-      .orderBy(asc(environments.id))
-      .limit(limit + 1);
-    const page = toPage(rows, limit, (e) => e.id);
+    const page = toPage(await listEnvironments(c.get("db"), project.id, limit, cursor), limit, (e) => e.id);
     return c.json({ items: page.items.map(view), nextCursor: page.nextCursor }, 200);
   })
   .openapi(create, async (c) => {
-    const { orgId } = callerOf(c);
     const { name, branch } = c.req.valid("json");
-    const row = await c.get("db").transaction(async (tx) => {
-      const project = await findProject(tx, orgId, c.req.valid("param").id, "key share");
-      const [row] = await tx
-        .insert(environments)
-        .values({ id: newId("env"), orgId, projectId: project.id, name, kind: "preview", branch })
-        .onConflictDoNothing()
-        .returning();
-      return row;
-    });
+    const row = await createPreviewEnvironment(c.get("db"), callerOf(c).orgId, c.req.valid("param").id, name, branch);
     if (!row) throw new ApiError("conflict", `The project already has an environment named '${name}'`);
     return c.json(view(row), 201);
   });

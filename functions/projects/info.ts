@@ -1,12 +1,10 @@
 /** GET /api/projects/:id/info: runtime, build and source details, assembled from what is stored. */
 import { z } from "@hono/zod-openapi";
-import { and, desc, eq } from "drizzle-orm";
-import { DEPLOYMENT_STATUSES, deployments, environments } from "../../shared/db/schema";
+import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { OptionsSchema, optionsView } from "./options";
-import { resourcesView, ResourcesSchema } from "./resources";
-import { FreeRouteSchema, GitProvider, ProjectIdParam, PROJECT_STATUSES, STATUS_DOC } from "./schema";
+import { lastDeployment, servingDeployment, type DeploymentRow } from "./deployments-store";
+import { FreeRouteSchema, GitProvider, OptionsSchema, optionsView, ProjectIdParam, PROJECT_STATUSES, ResourcesSchema, resourcesView, STATUS_DOC } from "./schema";
 import { findProject, freeRoute, projectView } from "./store";
 
 const DeploymentRef = z
@@ -54,7 +52,6 @@ const route = defineRoute({
   responses: { 200: jsonResponse(InfoSchema, "Runtime, build and source details") },
 });
 
-type DeploymentRow = typeof deployments.$inferSelect;
 const ref = (d: DeploymentRow | undefined) =>
   d
     ? { id: d.id, status: d.status, commitSha: d.commitSha, createdAt: d.createdAt.toISOString(), finishedAt: d.finishedAt?.toISOString() ?? null }
@@ -64,14 +61,8 @@ export const infoRouter = createRouter().openapi(route, async (c) => {
   const db = c.get("db");
   const row = await findProject(db, callerOf(c).orgId, c.req.valid("param").id);
   const view = await projectView(db, row, c.get("config"));
-  const [last] = await db.select().from(deployments).where(eq(deployments.projectId, row.id)).orderBy(desc(deployments.id)).limit(1);
-  const [serving] = await db
-    .select({ d: deployments })
-    .from(deployments)
-    .innerJoin(environments, eq(environments.id, deployments.environmentId))
-    .where(and(eq(deployments.projectId, row.id), eq(deployments.status, "ready"), eq(environments.kind, "production")))
-    .orderBy(desc(deployments.id))
-    .limit(1);
+  const last = await lastDeployment(db, row.id);
+  const serving = await servingDeployment(db, row.id);
   const options = optionsView(row.options);
   const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
   const host = kind === "git" && row.gitProvider ? REPO_HOSTS[row.gitProvider] : undefined;
@@ -85,7 +76,7 @@ export const infoRouter = createRouter().openapi(route, async (c) => {
         primaryDomain: view.routes.domains.find((d) => d.primary)?.hostname ?? null,
         runtimeVersion: options.runtimeVersion,
         startCommand: options.startCommand,
-        serving: ref(serving?.d),
+        serving: ref(serving),
       },
       build: { framework: row.framework, options, lastDeployment: ref(last) },
       source: {

@@ -5,22 +5,11 @@
  * value as the project's `buildCommand`.
  */
 import { z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { projects, type ProjectOptions } from "../../shared/db/schema";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { Command, noControl, ProjectIdParam } from "./schema";
-import { findProject, mergeOptions, projectNotFound } from "./store";
+import { Command, OPTION_KEYS, OptionsSchema, optionsView, ProjectIdParam, RelativePath } from "./schema";
+import { mergeOptions, patchProject } from "./store";
 
-const OPTION_KEYS = ["rootDirectory", "installCommand", "buildCommand", "startCommand", "outputDirectory", "runtimeVersion"] as const;
-
-/** A directory inside the source tree: relative, no `..`, `.` for the root. */
-export function isRelativePath(p: string): boolean {
-  if (p.startsWith("/") || p.includes("\\") || !noControl.test(p)) return false;
-  return p.split("/").every((part) => part !== "..");
-}
-
-const RelativePath = z.string().trim().min(1).max(255).refine(isRelativePath, "must be a relative path inside the source (no leading '/', no '..')");
 const RuntimeVersion = z
   .string()
   .trim()
@@ -30,7 +19,7 @@ const RuntimeVersion = z
 
 const field = <S extends z.ZodType>(schema: S, description: string) => schema.nullable().optional().openapi({ description });
 
-export const OptionsBody = z
+const OptionsBody = z
   .strictObject({
     rootDirectory: field(RelativePath, "Directory of the app inside the source, e.g. `apps/web`"),
     installCommand: field(Command, "e.g. `npm ci`"),
@@ -40,13 +29,6 @@ export const OptionsBody = z
     runtimeVersion: field(RuntimeVersion, "Language runtime version, e.g. `22`"),
   })
   .openapi("ProjectOptionsUpdate");
-
-export const OptionsSchema = z
-  .object(Object.fromEntries(OPTION_KEYS.map((k) => [k, z.string().nullable()])) as Record<(typeof OPTION_KEYS)[number], z.ZodNullable<z.ZodString>>)
-  .openapi("ProjectOptions", { description: "null: detected at build time" });
-
-export const optionsView = (o: ProjectOptions) =>
-  Object.fromEntries(OPTION_KEYS.map((k) => [k, o[k] ?? null])) as Record<(typeof OPTION_KEYS)[number], string | null>;
 
 const route = defineRoute({
   method: "post",
@@ -71,14 +53,7 @@ export const optionsRouter = createRouter().openapi(route, async (c) => {
     if (value === null) cleared.push(key);
     else if (value !== undefined) set[key] = value;
   }
-  if (Object.keys(set).length === 0 && cleared.length === 0) {
-    return c.json(optionsView((await findProject(c.get("db"), orgId, id)).options), 200);
-  }
-  const [row] = await c.get("db")
-    .update(projects)
-    .set({ options: mergeOptions(set, cleared) as never, updatedAt: c.get("clock")() })
-    .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
-    .returning({ options: projects.options });
-  if (!row) throw projectNotFound();
+  const changed = Object.keys(set).length > 0 || cleared.length > 0;
+  const row = await patchProject(c.get("db"), orgId, id, changed ? { options: mergeOptions(set, cleared) } : {}, c.get("clock")());
   return c.json(optionsView(row.options), 200);
 });

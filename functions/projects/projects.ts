@@ -3,16 +3,12 @@
  * the project and its production environment; it never deploys (a first build goes
  * through the deployments API).
  */
-import { z } from "@hono/zod-openapi";
-import { and, asc, eq, gt } from "drizzle-orm";
-import { projects } from "../../shared/db/schema";
-import type { Db } from "../../shared/db/types";
 import type { AppContext } from "../../shared/http/context";
 import { pageOf, toPage, DEFAULT_LIMIT, MAX_LIMIT, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdateProjectBody } from "./schema";
-import { createProject, findProject, mergeOptions, projectNotFound, projectView, projectViews } from "./store";
+import { createProject, findProject, listProjects, mergeOptions, patchProject, projectView, projectViews, type ProjectSet } from "./store";
 
 const TAGS = ["Projects"];
 const ProjectPage = pageOf(ProjectSchema, "ProjectPage");
@@ -75,27 +71,18 @@ const update = defineRoute({
 });
 
 async function page(c: AppContext, query: { limit: number; cursor?: string }) {
-  const { orgId } = callerOf(c);
-  const rows = await c.get("db")
-    .select()
-    .from(projects)
-    .where(and(eq(projects.orgId, orgId), query.cursor ? gt(projects.id, query.cursor) : undefined))
-    .orderBy(asc(projects.id))
-    .limit(query.limit + 1);
+  const rows = await listProjects(c.get("db"), callerOf(c).orgId, query.limit, query.cursor);
   const { items, nextCursor } = toPage(rows, query.limit, (p) => p.id);
   return { items: await projectViews(c.get("db"), items, c.get("config")), nextCursor };
-}
-
-async function insertProject(db: Db, orgId: string, body: z.infer<typeof CreateProjectBody>) {
-  const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
-  return db.transaction((tx) => createProject(tx, orgId, body, gitProvider, body.buildCommand ? { buildCommand: body.buildCommand } : {}));
 }
 
 export const projectsCrudRouter = createRouter()
   .openapi(list, async (c) => c.json(await page(c, c.req.valid("query")), 200))
   .openapi(home, async (c) => c.json(await page(c, c.req.valid("query")), 200))
   .openapi(create, async (c) => {
-    const row = await insertProject(c.get("db"), callerOf(c).orgId, c.req.valid("json"));
+    const body = c.req.valid("json");
+    const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
+    const row = await createProject(c.get("db"), callerOf(c).orgId, body, gitProvider, body.buildCommand ? { buildCommand: body.buildCommand } : {});
     return c.json(await projectView(c.get("db"), row, c.get("config")), 201);
   })
   .openapi(get, async (c) => {
@@ -106,20 +93,10 @@ export const projectsCrudRouter = createRouter()
     const { id } = c.req.valid("param");
     const { orgId } = callerOf(c);
     const { buildCommand, ...fields } = c.req.valid("json");
-    const set: Partial<typeof projects.$inferInsert> = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+    const set: ProjectSet = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
     if (buildCommand !== undefined) {
-      set.options = mergeOptions(buildCommand === null ? {} : { buildCommand }, buildCommand === null ? ["buildCommand"] : []) as never;
+      set.options = mergeOptions(buildCommand === null ? {} : { buildCommand }, buildCommand === null ? ["buildCommand"] : []);
     }
-    let row;
-    if (Object.keys(set).length === 0) {
-      row = await findProject(c.get("db"), orgId, id);
-    } else {
-      [row] = await c.get("db")
-        .update(projects)
-        .set({ ...set, updatedAt: c.get("clock")() })
-        .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
-        .returning();
-      if (!row) throw projectNotFound();
-    }
+    const row = await patchProject(c.get("db"), orgId, id, set, c.get("clock")());
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   });

@@ -4,42 +4,15 @@
  * own column of one UPDATE, so concurrent writers of different fields lose nothing.
  */
 import { z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { projects, SLEEP_MODES } from "../../shared/db/schema";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import type { AppContext } from "../../shared/http/context";
-import { ProjectIdParam } from "./schema";
-import { findProject, projectNotFound, type ProjectRow } from "./store";
-
-export const LIMITS = {
-  cpuCores: { min: 0.1, max: 4 },
-  memoryMb: { min: 128, max: 16384 },
-  diskGb: { min: 1, max: 100 },
-  port: { min: 1, max: 65535 },
-} as const;
-
-const CpuCores = z.number().min(LIMITS.cpuCores.min).max(LIMITS.cpuCores.max).openapi({ description: "0.1-4 cores (fractions allowed)" });
-const MemoryMb = z.number().int().min(LIMITS.memoryMb.min).max(LIMITS.memoryMb.max).openapi({ description: "128-16384 MB, whole megabytes" });
-const DiskGb = z.number().int().min(LIMITS.diskGb.min).max(LIMITS.diskGb.max).openapi({ description: "Persistent disk, 1-100 GB" });
-const Port = z.number().int().min(LIMITS.port.min).max(LIMITS.port.max).openapi({ description: "The port the app listens on, 1-65535" });
-const SleepMode = z.enum(SLEEP_MODES).openapi({ description: "`auto_sleep`: scaled to zero when idle; `always_on`: kept running" });
-
-const Allotment = z.object({ cpuCores: CpuCores, memoryMb: MemoryMb });
-
-export const ResourcesSchema = z
-  .object({
-    production: Allotment.openapi({ description: "Allotment of the running app (defaults 1 core, 512 MB)" }),
-    build: Allotment.openapi({ description: "Allotment of each build (defaults 2 cores, 2048 MB)" }),
-    diskGb: DiskGb.openapi({ description: "Persistent disk in GB, 1-100 (default 10)" }),
-    sleepMode: SleepMode,
-    port: Port.openapi({ description: "Listen port, 1-65535 (default 3000)" }),
-  })
-  .openapi("ProjectResources");
+import { CpuCores, DiskGb, MemoryMb, Port, ProjectIdParam, ResourcesSchema, resourcesView, SleepMode } from "./schema";
+import { findProject, patchProject, type ProjectSet } from "./store";
 
 const AllotmentPatch = z.strictObject({ cpuCores: CpuCores.optional(), memoryMb: MemoryMb.optional() });
 
-export const ResourcesBody = z
+const ResourcesBody = z
   .strictObject({
     production: AllotmentPatch.optional(),
     build: AllotmentPatch.optional(),
@@ -48,16 +21,6 @@ export const ResourcesBody = z
     port: Port.optional(),
   })
   .openapi("ProjectResourcesUpdate");
-
-export function resourcesView(row: ProjectRow): z.infer<typeof ResourcesSchema> {
-  return {
-    production: { cpuCores: row.productionCpuCores, memoryMb: row.productionMemoryMb },
-    build: { cpuCores: row.buildCpuCores, memoryMb: row.buildMemoryMb },
-    diskGb: row.diskGb,
-    sleepMode: row.sleepMode,
-    port: row.port,
-  };
-}
 
 const ok = jsonResponse(ResourcesSchema, "The resources after the change");
 const BOUNDS =
@@ -98,7 +61,7 @@ const sleepMode = defineRoute({
 
 async function apply(c: AppContext, id: string, body: z.infer<typeof ResourcesBody>) {
   const { orgId } = callerOf(c);
-  const set: Partial<typeof projects.$inferInsert> = {};
+  const set: ProjectSet = {};
   if (body.production?.cpuCores !== undefined) set.productionCpuCores = body.production.cpuCores;
   if (body.production?.memoryMb !== undefined) set.productionMemoryMb = body.production.memoryMb;
   if (body.build?.cpuCores !== undefined) set.buildCpuCores = body.build.cpuCores;
@@ -106,14 +69,7 @@ async function apply(c: AppContext, id: string, body: z.infer<typeof ResourcesBo
   if (body.diskGb !== undefined) set.diskGb = body.diskGb;
   if (body.sleepMode !== undefined) set.sleepMode = body.sleepMode;
   if (body.port !== undefined) set.port = body.port;
-  if (Object.keys(set).length === 0) return resourcesView(await findProject(c.get("db"), orgId, id));
-  const [row] = await c.get("db")
-    .update(projects)
-    .set({ ...set, updatedAt: c.get("clock")() })
-    .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
-    .returning();
-  if (!row) throw projectNotFound();
-  return resourcesView(row);
+  return resourcesView(await patchProject(c.get("db"), orgId, id, set, c.get("clock")()));
 }
 
 export const resourcesRouter = createRouter()

@@ -1,7 +1,7 @@
 /** Wire shapes shared by the Projects routes (the spec's "Project" and its read form). */
 import { z } from "@hono/zod-openapi";
 import { pathId } from "../../shared/http/params";
-import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES } from "../../shared/db/schema";
+import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES, SLEEP_MODES, type ProjectOptions, type projects } from "../../shared/db/schema";
 
 export const PROJECT_STATUSES = ["created", "live", "disabled"] as const;
 
@@ -15,7 +15,7 @@ export const ProjectIdParam = z.object({
 /** No control characters and no lone surrogates (stored, they would silently become U+FFFD). */
 export const noControl = /^[^\p{Cc}\p{Cs}]*$/u;
 
-export const ProjectName = z
+const ProjectName = z
   .string()
   .trim()
   .min(1)
@@ -26,6 +26,14 @@ export const ProjectName = z
 /** A shell command line: one line, 1-1024 characters. */
 export const Command = z.string().trim().min(1).max(1024).regex(noControl, "must be a single line without control characters");
 
+/** A directory inside the source tree: relative, no `..`, `.` for the root. */
+function isRelativePath(p: string): boolean {
+  if (p.startsWith("/") || p.includes("\\") || !noControl.test(p)) return false;
+  return p.split("/").every((part) => part !== "..");
+}
+
+export const RelativePath = z.string().trim().min(1).max(255).refine(isRelativePath, "must be a relative path inside the source (no leading '/', no '..')");
+
 const GitName = z
   .string()
   .trim()
@@ -34,7 +42,7 @@ const GitName = z
   .regex(/^(?!\.{1,2}$)[A-Za-z0-9._-]+$/, "may contain only letters, digits, '.', '_' and '-'");
 
 /** `git check-ref-format --branch`, the parts a branch name can break. */
-export function isValidBranch(name: string): boolean {
+function isValidBranch(name: string): boolean {
   if (name.length === 0 || name.length > 255) return false;
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
   if (name.includes("..") || name.includes("@{") || name.includes("//") || name === "@") return false;
@@ -43,6 +51,12 @@ export function isValidBranch(name: string): boolean {
 }
 
 export const BranchName = z.string().min(1).max(255).refine(isValidBranch, "must be a valid git branch name");
+
+export const EnvironmentName = z
+  .string()
+  .min(1)
+  .max(32)
+  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, "must be 1-32 lower-case letters, digits and '-', not starting or ending with '-'");
 
 export const Framework = z
   .string()
@@ -54,8 +68,7 @@ export const Framework = z
 
 export const GitProvider = z.enum(GIT_PROVIDERS).openapi({ description: "`upload` marks a folder-upload project" });
 
-/** The create body: only `name` is required. */
-/** The create body's fields, shared with ensure (which adds its own into one flat object). */
+/** The create body's fields (only `name` is required), shared with ensure (which adds its own into one flat object). */
 export const CREATE_PROJECT_FIELDS = {
   name: ProjectName,
   gitOwner: GitName.optional(),
@@ -81,7 +94,7 @@ export const UpdateProjectBody = z
   })
   .openapi("UpdateProject");
 
-export const DomainSchema = z
+const DomainSchema = z
   .object({ hostname: z.string(), primary: z.boolean(), createdAt: z.string() })
   .openapi("ProjectDomain");
 
@@ -123,3 +136,49 @@ export const ProjectSchema = z
   .openapi("Project");
 
 export type ProjectView = z.infer<typeof ProjectSchema>;
+
+export const OPTION_KEYS = ["rootDirectory", "installCommand", "buildCommand", "startCommand", "outputDirectory", "runtimeVersion"] as const;
+
+export const OptionsSchema = z
+  .object(Object.fromEntries(OPTION_KEYS.map((k) => [k, z.string().nullable()])) as Record<(typeof OPTION_KEYS)[number], z.ZodNullable<z.ZodString>>)
+  .openapi("ProjectOptions", { description: "null: detected at build time" });
+
+export const optionsView = (o: ProjectOptions) =>
+  Object.fromEntries(OPTION_KEYS.map((k) => [k, o[k] ?? null])) as Record<(typeof OPTION_KEYS)[number], string | null>;
+
+const LIMITS = {
+  cpuCores: { min: 0.1, max: 4 },
+  memoryMb: { min: 128, max: 16384 },
+  diskGb: { min: 1, max: 100 },
+  port: { min: 1, max: 65535 },
+} as const;
+
+export const CpuCores = z.number().min(LIMITS.cpuCores.min).max(LIMITS.cpuCores.max).openapi({ description: "0.1-4 cores (fractions allowed)" });
+export const MemoryMb = z.number().int().min(LIMITS.memoryMb.min).max(LIMITS.memoryMb.max).openapi({ description: "128-16384 MB, whole megabytes" });
+export const DiskGb = z.number().int().min(LIMITS.diskGb.min).max(LIMITS.diskGb.max).openapi({ description: "Persistent disk, 1-100 GB" });
+export const Port = z.number().int().min(LIMITS.port.min).max(LIMITS.port.max).openapi({ description: "The port the app listens on, 1-65535" });
+export const SleepMode = z.enum(SLEEP_MODES).openapi({ description: "`auto_sleep`: scaled to zero when idle; `always_on`: kept running" });
+
+const Allotment = z.object({ cpuCores: CpuCores, memoryMb: MemoryMb });
+
+export const ResourcesSchema = z
+  .object({
+    production: Allotment.openapi({ description: "Allotment of the running app (defaults 1 core, 512 MB)" }),
+    build: Allotment.openapi({ description: "Allotment of each build (defaults 2 cores, 2048 MB)" }),
+    diskGb: DiskGb.openapi({ description: "Persistent disk in GB, 1-100 (default 10)" }),
+    sleepMode: SleepMode,
+    port: Port.openapi({ description: "Listen port, 1-65535 (default 3000)" }),
+  })
+  .openapi("ProjectResources");
+
+type ResourceColumns = "productionCpuCores" | "productionMemoryMb" | "buildCpuCores" | "buildMemoryMb" | "diskGb" | "sleepMode" | "port";
+
+export function resourcesView(row: Pick<typeof projects.$inferSelect, ResourceColumns>): z.infer<typeof ResourcesSchema> {
+  return {
+    production: { cpuCores: row.productionCpuCores, memoryMb: row.productionMemoryMb },
+    build: { cpuCores: row.buildCpuCores, memoryMb: row.buildMemoryMb },
+    diskGb: row.diskGb,
+    sleepMode: row.sleepMode,
+    port: row.port,
+  };
+}

@@ -8,7 +8,7 @@
 const RESERVED = new Set(["www", "api", "app", "admin", "dashboard", "status", "mail", "docs"]);
 const ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789";
 
-export function baseSlug(name: string): string {
+function baseSlug(name: string): string {
   const slug = name
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")

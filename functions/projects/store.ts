@@ -3,9 +3,10 @@
  * organization, so a foreign, deleted or never-existing id all answer the same
  * 404 ("Project not found").
  */
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, sql } from "drizzle-orm";
+import type { PgUpdateSetSource } from "drizzle-orm/pg-core";
 import { deployments, domains, environments, projects, type ProjectOptions } from "../../shared/db/schema";
-import type { Executor, Tx } from "../../shared/db/types";
+import type { Db, Executor, Tx } from "../../shared/db/types";
 import type { ServiceConfig } from "../../shared/http/context";
 import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
@@ -13,9 +14,11 @@ import { slugCandidates } from "./slug";
 import type { ProjectView } from "./schema";
 
 export type ProjectRow = typeof projects.$inferSelect;
+/** Columns to write: values, or SQL computed from the row (e.g. `mergeOptions`). */
+export type ProjectSet = PgUpdateSetSource<typeof projects>;
 type Lock = "update" | "key share";
 
-export const projectNotFound = () => notFound("Project");
+const projectNotFound = () => notFound("Project");
 
 /**
  * The caller's project, or the one 404. Inside a transaction, `key share` keeps a
@@ -30,6 +33,41 @@ export async function findProject(ex: Executor, orgId: string, id: string, lock?
   const [row] = lock ? await query.for(lock) : await query;
   if (!row) throw projectNotFound();
   return row;
+}
+
+/** One page of the organization's projects, oldest first (by id); one row more than `limit` tells there is a next page. */
+export async function listProjects(ex: Executor, orgId: string, limit: number, cursor?: string): Promise<ProjectRow[]> {
+  return ex
+    .select()
+    .from(projects)
+    .where(and(eq(projects.orgId, orgId), cursor ? gt(projects.id, cursor) : undefined))
+    .orderBy(asc(projects.id))
+    .limit(limit + 1);
+}
+
+/**
+ * One UPDATE of the caller's project, returning the row as written: a single
+ * statement, so concurrent writers of other columns lose nothing. No such project
+ * is the one 404. With `ifDisabled`, only a project in that state is written, and
+ * any other outcome (the other state, or no project) is `undefined`.
+ */
+export async function updateProject(ex: Executor, orgId: string, id: string, set: ProjectSet): Promise<ProjectRow>;
+export async function updateProject(ex: Executor, orgId: string, id: string, set: ProjectSet, only: { ifDisabled: boolean }): Promise<ProjectRow | undefined>;
+export async function updateProject(ex: Executor, orgId: string, id: string, set: ProjectSet, only?: { ifDisabled: boolean }): Promise<ProjectRow | undefined> {
+  const state = only === undefined ? undefined : only.ifDisabled ? isNotNull(projects.disabledAt) : isNull(projects.disabledAt);
+  const [row] = await ex
+    .update(projects)
+    .set(set)
+    .where(and(eq(projects.id, id), eq(projects.orgId, orgId), state))
+    .returning();
+  if (!row && !only) throw projectNotFound();
+  return row;
+}
+
+/** Writes the given columns and `updatedAt`; with nothing to write, the project as it is. */
+export async function patchProject(ex: Executor, orgId: string, id: string, set: ProjectSet, now: Date): Promise<ProjectRow> {
+  if (Object.keys(set).length === 0) return findProject(ex, orgId, id);
+  return updateProject(ex, orgId, id, { ...set, updatedAt: now });
 }
 
 export const freeHostname = (slug: string, config: ServiceConfig) => `${slug}.${config.sharedDomain}`;
@@ -101,16 +139,6 @@ export async function projectView(ex: Executor, row: ProjectRow, config: Service
   return (await projectViews(ex, [row], config))[0]!;
 }
 
-/** The environment of a project by name; `no key update` serializes writers of its variables. */
-export async function findEnvironment(ex: Executor, projectId: string, name: string, lock?: "no key update") {
-  const query = ex
-    .select()
-    .from(environments)
-    .where(and(eq(environments.projectId, projectId), eq(environments.name, name)));
-  const [env] = lock ? await query.for(lock) : await query;
-  return env;
-}
-
 /** `options || patch - cleared`: one statement, so concurrent writers of different options lose nothing. */
 export function mergeOptions(set: Record<string, string>, cleared: string[]) {
   const merged = sql`${projects.options} || ${JSON.stringify(set)}::jsonb`;
@@ -121,7 +149,7 @@ export function mergeOptions(set: Record<string, string>, cleared: string[]) {
   )}]::text[]`;
 }
 
-export interface NewProject {
+interface NewProject {
   name: string;
   framework?: string | null;
   gitOwner?: string | null;
@@ -129,11 +157,23 @@ export interface NewProject {
   gitBranch?: string | null;
 }
 
-/**
- * Records a project and its production environment (POST /api/projects and
- * ensure). The slug is unique across the deployment: the base, then random suffixes.
- */
+/** Records a project and its production environment in one transaction (POST /api/projects). */
 export async function createProject(
+  db: Db,
+  orgId: string,
+  fields: NewProject,
+  gitProvider: ProjectRow["gitProvider"],
+  options: ProjectOptions,
+): Promise<ProjectRow> {
+  return db.transaction((tx) => insertProject(tx, orgId, fields, gitProvider, options));
+}
+
+/**
+ * Records a project and its production environment inside the caller's
+ * transaction (create and ensure). The slug is unique across the deployment: the
+ * base, then random suffixes.
+ */
+export async function insertProject(
   tx: Tx,
   orgId: string,
   fields: NewProject,

@@ -2,11 +2,9 @@
 import { z } from "@hono/zod-openapi";
 import { LIMITS } from "./compose";
 import { ServiceInput, ServiceSchema } from "./schema";
-import { isRelativePath } from "../options";
-import { Command, CREATE_PROJECT_FIELDS, ProjectSchema } from "../schema";
+import { Command, CREATE_PROJECT_FIELDS, ProjectSchema, RelativePath } from "../schema";
 
 const Id = z.string().min(1).max(100);
-const RelativePath = z.string().trim().min(1).max(255).refine(isRelativePath, "must be a relative path inside the source (no leading '/', no '..')");
 
 // One flat object (not an extension of CreateProject): an `allOf` of two closed objects would accept no body at all.
 export const EnsureBody = z

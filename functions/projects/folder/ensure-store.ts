@@ -7,7 +7,7 @@
 import { and, asc, eq, notInArray, sql } from "drizzle-orm";
 import type { z } from "@hono/zod-openapi";
 import type { Keyring } from "../../../shared/crypto/keyring";
-import { projectServices, projects, uploadSessions, type ProjectOptions } from "../../../shared/db/schema";
+import { projectServices, uploadSessions, type ProjectOptions } from "../../../shared/db/schema";
 import type { Db, Executor, Tx } from "../../../shared/db/types";
 import { ApiError, badRequest } from "../../../shared/http/errors";
 import { ENSURED_TTL_MS } from "../../../shared/storage/limits";
@@ -16,7 +16,7 @@ import type { ServiceInput, ServiceView } from "./schema";
 import { decryptCaptured, restoreEnvironment, serviceEnvContext, serviceView } from "./services";
 import { findSession } from "./store";
 import type { EnsureBody } from "./ensure-schema";
-import { createProject, findProject, mergeOptions, projectNotFound, type ProjectRow } from "../store";
+import { findProject, insertProject, mergeOptions, updateProject, type ProjectRow, type ProjectSet } from "../store";
 
 type Body = z.infer<typeof EnsureBody>;
 type Service = z.infer<typeof ServiceInput>;
@@ -27,25 +27,19 @@ function optionsOf(body: Body): Record<string, string> {
   return Object.fromEntries(OPTION_FIELDS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]!]));
 }
 
-/** Sets the fields the body carries; fields it leaves out keep their values. */
-async function updateProject(tx: Tx, orgId: string, id: string, body: Body, gitProvider: ProjectRow["gitProvider"] | undefined, now: Date): Promise<ProjectRow> {
+/** The fields the body carries; fields it leaves out keep their values. */
+function ensuredFields(body: Body, gitProvider: ProjectRow["gitProvider"] | undefined, now: Date): ProjectSet {
   const options = optionsOf(body);
-  const [row] = await tx
-    .update(projects)
-    .set({
-      name: body.name,
-      ...(body.framework !== undefined ? { framework: body.framework } : {}),
-      ...(body.gitOwner !== undefined ? { gitOwner: body.gitOwner } : {}),
-      ...(body.gitRepo !== undefined ? { gitRepo: body.gitRepo } : {}),
-      ...(body.gitBranch !== undefined ? { gitBranch: body.gitBranch } : {}),
-      ...(gitProvider !== undefined ? { gitProvider } : {}),
-      ...(Object.keys(options).length ? { options: mergeOptions(options, []) as never } : {}),
-      updatedAt: now,
-    })
-    .where(and(eq(projects.id, id), eq(projects.orgId, orgId)))
-    .returning();
-  if (!row) throw projectNotFound();
-  return row;
+  return {
+    name: body.name,
+    ...(body.framework !== undefined ? { framework: body.framework } : {}),
+    ...(body.gitOwner !== undefined ? { gitOwner: body.gitOwner } : {}),
+    ...(body.gitRepo !== undefined ? { gitRepo: body.gitRepo } : {}),
+    ...(body.gitBranch !== undefined ? { gitBranch: body.gitBranch } : {}),
+    ...(gitProvider !== undefined ? { gitProvider } : {}),
+    ...(Object.keys(options).length ? { options: mergeOptions(options, []) } : {}),
+    updatedAt: now,
+  };
 }
 
 const sqlExcluded = (column: string) => sql.raw(`excluded.${column}`);
@@ -93,12 +87,12 @@ async function replaceServices(tx: Tx, keyring: Keyring, scope: { orgId: string;
 }
 
 /** The project's services as read (values masked), in their order. */
-export async function listServices(ex: Executor, projectId: string): Promise<ServiceView[]> {
+async function listServices(ex: Executor, projectId: string): Promise<ServiceView[]> {
   const rows = await ex.select().from(projectServices).where(eq(projectServices.projectId, projectId)).orderBy(asc(projectServices.position));
   return rows.map((r) => serviceView(r.name, r.spec, r.envKeys));
 }
 
-export interface Ensured {
+interface Ensured {
   row: ProjectRow;
   created: boolean;
   services: ServiceView[];
@@ -122,9 +116,9 @@ export async function ensureProject(db: Db, keyring: Keyring, orgId: string, bod
     let created = false;
     if (projectId) {
       await findProject(tx, orgId, projectId, "update");
-      row = await updateProject(tx, orgId, projectId, body, gitProvider, now);
+      row = await updateProject(tx, orgId, projectId, ensuredFields(body, gitProvider, now));
     } else {
-      row = await createProject(tx, orgId, body, gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null), optionsOf(body) as ProjectOptions);
+      row = await insertProject(tx, orgId, body, gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null), optionsOf(body) as ProjectOptions);
       created = true;
     }
 
