@@ -7,48 +7,46 @@
  * configuration) as the route's host with the attempt's time; the edge
  * integration that publishes routes plugs in at `syncFreeRoute`.
  */
-import { and, eq, isNotNull, isNull } from "drizzle-orm";
-import { projects } from "../../shared/db/schema";
 import type { AppContext } from "../../shared/http/context";
 import { ApiError } from "../../shared/http/errors";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { FreeRouteSchema, ProjectIdParam, ProjectSchema, STATUS_DOC } from "./schema";
-import { findProject, freeHostname, freeRoute, projectView, type ProjectRow } from "./store";
+import { findProject, freeHostname, freeRoute, projectView, updateProject, type ProjectRow } from "./store";
 
-const action = (path: string, summary: string, description: string, schema: typeof ProjectSchema | typeof FreeRouteSchema, what: string) =>
-  defineRoute({
-    method: "post",
-    path: `/projects/{id}/${path}`,
-    tags: ["Projects"],
-    summary,
-    description,
-    permission: "project:write",
-    request: { params: ProjectIdParam },
-    responses: { 200: jsonResponse(schema, what) },
-  });
+const enable = defineRoute({
+  method: "post",
+  path: "/projects/{id}/enable",
+  tags: ["Projects"],
+  summary: "Enable the project (allow deploys, bring it online)",
+  description: `A disabled project leaves \`disabled\` (back to \`live\` or \`created\`) and its free route is re-synced; enabling an enabled project changes nothing. ${STATUS_DOC}`,
+  permission: "project:write",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(ProjectSchema, "The project") },
+});
 
-const enable = action(
-  "enable",
-  "Enable the project (allow deploys, bring it online)",
-  `A disabled project leaves \`disabled\` (back to \`live\` or \`created\`) and its free route is re-synced; enabling an enabled project changes nothing. ${STATUS_DOC}`,
-  ProjectSchema,
-  "The project",
-);
-const disable = action(
-  "disable",
-  "Disable the project (pause deploys, take it offline)",
-  `The project becomes \`disabled\`: the deployments API refuses new deploys and the free route goes \`offline\`; configuration stays editable. Disabling a disabled project changes nothing. ${STATUS_DOC}`,
-  ProjectSchema,
-  "The project",
-);
-const retry = action(
-  "routing/retry",
-  "Retry syncing the free route, without a rebuild",
-  "Re-syncs `<slug>.<shared domain>` with the shared domain currently configured, and records the routing state and the attempt's time. 409 while the project is disabled (its routes stay offline until enabled).",
-  FreeRouteSchema,
-  "The free route after the attempt",
-);
+const disable = defineRoute({
+  method: "post",
+  path: "/projects/{id}/disable",
+  tags: ["Projects"],
+  summary: "Disable the project (pause deploys, take it offline)",
+  description: `The project becomes \`disabled\`: the deployments API refuses new deploys and the free route goes \`offline\`; configuration stays editable. Disabling a disabled project changes nothing. ${STATUS_DOC}`,
+  permission: "project:write",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(ProjectSchema, "The project") },
+});
+
+const retry = defineRoute({
+  method: "post",
+  path: "/projects/{id}/routing/retry",
+  tags: ["Projects"],
+  summary: "Retry syncing the free route, without a rebuild",
+  description:
+    "Re-syncs `<slug>.<shared domain>` with the shared domain currently configured, and records the routing state and the attempt's time. 409 while the project is disabled (its routes stay offline until enabled).",
+  permission: "project:write",
+  request: { params: ProjectIdParam },
+  responses: { 200: jsonResponse(FreeRouteSchema, "The free route after the attempt"), 409: { description: "The project is disabled" } },
+});
 
 /** The columns a successful sync of the free route writes. */
 const syncFreeRoute = (slug: string, c: AppContext, now: Date) => ({
@@ -67,36 +65,21 @@ async function transition(c: AppContext, id: string, run: (orgId: string, row: P
 
 export const lifecycleRouter = createRouter()
   .openapi(enable, async (c) => {
-    const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.get("db")
-        .update(projects)
-        .set({ disabledAt: null, updatedAt: now, ...syncFreeRoute(current.slug, c, now) })
-        .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNotNull(projects.disabledAt)))
-        .returning();
-      return row;
-    });
+    const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
+      updateProject(c.get("db"), orgId, current.id, { disabledAt: null, updatedAt: now, ...syncFreeRoute(current.slug, c, now) }, { ifDisabled: true }),
+    );
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(disable, async (c) => {
-    const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.get("db")
-        .update(projects)
-        .set({ disabledAt: now, updatedAt: now, routingState: "offline", routingLastAttemptAt: now })
-        .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNull(projects.disabledAt)))
-        .returning();
-      return row;
-    });
+    const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
+      updateProject(c.get("db"), orgId, current.id, { disabledAt: now, updatedAt: now, routingState: "offline", routingLastAttemptAt: now }, { ifDisabled: false }),
+    );
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(retry, async (c) => {
-    const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
-      const [row] = await c.get("db")
-        .update(projects)
-        .set(syncFreeRoute(current.slug, c, now))
-        .where(and(eq(projects.id, current.id), eq(projects.orgId, orgId), isNull(projects.disabledAt)))
-        .returning();
-      return row;
-    });
+    const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
+      updateProject(c.get("db"), orgId, current.id, syncFreeRoute(current.slug, c, now), { ifDisabled: false }),
+    );
     if (row.disabledAt) throw new ApiError("conflict", "The project is disabled; enable it to bring its routes back online");
     return c.json(freeRoute(row, c.get("config")), 200);
   });
