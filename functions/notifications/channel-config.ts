@@ -40,12 +40,47 @@ export type TeamsFormat = "workflow" | "connector";
 const MAX_URL = 2048;
 
 const UrlField = z.string().max(MAX_URL);
-const Schemas = {
-  email: z.strictObject({ address: z.email().max(254) }),
-  webhook: z.strictObject({ url: UrlField.optional(), webhookUrl: UrlField.optional(), signingSecret: z.string().max(200).optional(), secret: z.string().max(200).optional() }),
-  chat: z.strictObject({ url: UrlField.optional(), webhookUrl: UrlField.optional() }),
-  in_app: z.strictObject({}),
+/** The component name of each kind's config in the OpenAPI document. */
+export const CHANNEL_CONFIG_NAMES: Record<ChannelKind, string> = {
+  email: "EmailChannelConfig",
+  webhook: "WebhookChannelConfig",
+  slack: "SlackChannelConfig",
+  discord: "DiscordChannelConfig",
+  msteams: "TeamsChannelConfig",
+  in_app: "InAppChannelConfig",
 };
+
+const chatConfig = (kind: "slack" | "discord" | "msteams", where: string) =>
+  z
+    .strictObject({
+      webhookUrl: UrlField.optional().openapi({ description: `Required (or \`url\`): ${where}. Stored encrypted, never returned.` }),
+      url: UrlField.optional().openapi({ description: "Alias of `webhookUrl` (send one of them)" }),
+    })
+    .openapi(CHANNEL_CONFIG_NAMES[kind]);
+
+/** Each kind's config shape: validated here and published in the OpenAPI document (one source). */
+export const CHANNEL_CONFIGS = {
+  email: z.strictObject({ address: z.email().max(254).openapi({ description: "Where the messages go" }) }).openapi(CHANNEL_CONFIG_NAMES.email),
+  webhook: z
+    .strictObject({
+      url: UrlField.optional().openapi({ description: "Required (or `webhookUrl`): the http or https endpoint that receives the POSTs" }),
+      webhookUrl: UrlField.optional().openapi({ description: "Alias of `url` (send one of them)" }),
+      signingSecret: z
+        .string()
+        .max(200)
+        .optional()
+        .openapi({ description: "`whsec_` + base64 of 24-64 bytes; generated when omitted (shown once), kept on a PATCH that omits it" }),
+      secret: z.string().max(200).optional().openapi({ description: "Alias of `signingSecret`" }),
+    })
+    .openapi(CHANNEL_CONFIG_NAMES.webhook),
+  slack: chatConfig("slack", "a Slack incoming-webhook URL, https://hooks.slack.com/services/…"),
+  discord: chatConfig("discord", "a Discord webhook URL, https://discord.com/api/webhooks/<id>/<token>"),
+  msteams: chatConfig(
+    "msteams",
+    "a Teams workflow URL (https://….logic.azure.com/…/workflows/… or ….api.powerplatform.com/…/workflows/…) or a connector URL (https://….webhook.office.com/webhookb2/…)",
+  ),
+  in_app: z.strictObject({}).openapi(CHANNEL_CONFIG_NAMES.in_app),
+} satisfies Record<ChannelKind, z.ZodType>;
 
 function validate<T>(schema: z.ZodType<T>, raw: unknown): T {
   const parsed = schema.safeParse(raw);
@@ -155,14 +190,14 @@ export function parseChannelConfig(kind: ChannelKind, raw: unknown, existing?: C
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw badRequest("config", "config must be an object");
   switch (kind) {
     case "in_app":
-      validate(Schemas.in_app, raw);
+      validate(CHANNEL_CONFIGS.in_app, raw);
       return { publicConfig: {}, secrets: null };
     case "email": {
-      const { address } = validate(Schemas.email, raw);
+      const { address } = validate(CHANNEL_CONFIGS.email, raw);
       return { publicConfig: { address: address.trim() }, secrets: null };
     }
     case "webhook": {
-      const body = validate(Schemas.webhook, raw);
+      const body = validate(CHANNEL_CONFIGS.webhook, raw);
       const { value, field } = pickUrl(body, "url");
       const url = parseUrl(value, field, ["https:", "http:"]);
       if (body.signingSecret !== undefined && body.secret !== undefined) throw badRequest("config.secret", "Send either config.signingSecret or config.secret, not both");
@@ -176,12 +211,12 @@ export function parseChannelConfig(kind: ChannelKind, raw: unknown, existing?: C
     }
     case "slack":
     case "discord": {
-      const { value, field } = pickUrl(validate(Schemas.chat, raw), "webhookUrl");
+      const { value, field } = pickUrl(validate(CHANNEL_CONFIGS[kind], raw), "webhookUrl");
       const url = kind === "slack" ? slackUrl(value, field) : discordUrl(value, field);
       return { publicConfig: { webhookUrlConfigured: true, webhookUrlHint: hint(url) }, secrets: { webhookUrl: url.toString() } };
     }
     case "msteams": {
-      const { value, field } = pickUrl(validate(Schemas.chat, raw), "webhookUrl");
+      const { value, field } = pickUrl(validate(CHANNEL_CONFIGS[kind], raw), "webhookUrl");
       const url = teamsUrl(value, field);
       return { publicConfig: { webhookUrlConfigured: true, format: teamsFormat(url) }, secrets: { webhookUrl: url.toString() } };
     }

@@ -1,19 +1,15 @@
 /** Wire shapes of the Notifications routes. */
 import { z } from "@hono/zod-openapi";
 import { pathId } from "../../shared/http/params";
-import { CHANNEL_KINDS, SEND_STATUSES } from "../../shared/db/schema";
+import { CHANNEL_KINDS, SEND_STATUSES, type ChannelKind } from "../../shared/db/schema";
 import { PageQuery } from "../../shared/http/pagination";
 import { CategoryField } from "./categories";
+import { CHANNEL_CONFIG_NAMES, CHANNEL_CONFIGS } from "./channel-config";
 
 export const IdParam = z.object({ id: pathId("id") });
 
 export const ChannelKindField = z.enum(CHANNEL_KINDS);
 export const Label = z.string().trim().min(1).max(100);
-
-const ConfigInput = z.record(z.string(), z.unknown()).openapi({
-  description:
-    "Checked per kind. email: `{address}`; webhook: `{url, signingSecret?}` (http or https; `signingSecret` is `whsec_` + base64 of 24-64 bytes, generated when omitted); slack: `{webhookUrl}` on https://hooks.slack.com/services/…; discord: `{webhookUrl}` on https://discord.com/api/webhooks/<id>/<token>; msteams: `{webhookUrl}`, a workflow URL (…logic.azure.com/…/workflows/… or …api.powerplatform.com/…/workflows/…) or a legacy connector URL (…webhook.office.com/webhookb2/…); in_app: `{}` (may be omitted). `url` and `webhookUrl` are interchangeable.",
-});
 
 export const ChannelSchema = z
   .object({
@@ -41,13 +37,40 @@ export const CreatedChannelSchema = ChannelSchema.extend({
   signingSecret: z.string().optional().openapi({ description: "webhook only, when generated: the `whsec_` signing secret, shown only in this response" }),
 }).openapi("CreatedNotificationChannel");
 
-export const CreateChannelBody = z.strictObject({ kind: ChannelKindField, label: Label, config: ConfigInput.optional() });
+const CONFIG_DOC = "`url` and `webhookUrl` are interchangeable, as are `signingSecret` and `secret`.";
+const create = <K extends ChannelKind>(kind: K, optionalConfig = false) =>
+  z
+    .strictObject({
+      kind: z.literal(kind),
+      label: Label,
+      config: optionalConfig ? CHANNEL_CONFIGS[kind].optional() : CHANNEL_CONFIGS[kind],
+    })
+    .openapi(`Create${CHANNEL_CONFIG_NAMES[kind].replace("Config", "")}`);
+
+/** One shape per kind, told apart by `kind` (a `oneOf` with a discriminator in the document). */
+export const CreateChannelBody = z
+  .discriminatedUnion("kind", [
+    // In CHANNEL_KINDS order, which is the order errors list them in.
+    create("email"),
+    create("webhook"),
+    create("in_app", true),
+    create("slack"),
+    create("discord"),
+    create("msteams"),
+  ])
+  .openapi("CreateNotificationChannel", { description: `The channel's \`config\` follows its \`kind\`. ${CONFIG_DOC}` });
+
+/** The kind is fixed at creation, so a PATCH config is checked against the channel's kind by the handler. */
+const PatchConfig = z.record(z.string(), z.unknown()).openapi({
+  description: `The whole config, in the shape of the channel's kind. ${CONFIG_DOC}`,
+  anyOf: Object.values(CHANNEL_CONFIG_NAMES).map((name) => ({ $ref: `#/components/schemas/${name}` })),
+});
 
 export const PatchChannelBody = z.strictObject({
   label: Label.optional(),
   enabled: z.boolean().optional(),
   verified: z.boolean().optional(),
-  config: ConfigInput.optional(),
+  config: PatchConfig.optional(),
 });
 
 export const TestSendSchema = z

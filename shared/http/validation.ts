@@ -35,6 +35,13 @@ export function issueToError(issue: Issue, target: string, data?: unknown): ApiE
   const field = path.join(".") || undefined;
   const name = field ?? (target === "json" ? "body" : target);
   switch (issue.code) {
+    case "invalid_union": {
+      // A discriminated union (e.g. a channel's `kind`): zod lists the discriminator's values.
+      const options = (issue as { options?: unknown }).options;
+      if (!Array.isArray(options)) return badRequest(field, `${name} is not valid`);
+      if (valueAt(data, issue.path) === undefined) return badRequest(field, `${name} is required`);
+      return badRequest(field, `${name} must be one of ${options.map(describe).join(", ")}`, options);
+    }
     case "invalid_value":
       return badRequest(field, `${name} must be one of ${issue.values.map(describe).join(", ")}`, issue.values as never);
     case "invalid_type":

@@ -31,7 +31,7 @@ export const SCAN_LIMITS = {
   ratioFloorBytes: 32 * 1024 * 1024,
   /** A manifest the scan reads (package.json, compose.yaml, …). */
   maxManifestBytes: 1024 * 1024,
-  /** A PAX or GNU long-name record. */
+  /** One extended header (a PAX record set, a GNU long name); its bytes count toward maxTotalBytes too. */
   maxMetaBytes: 64 * 1024,
 } as const;
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { folderClient } from "../support/folder-client";
 import { expectProblem, expectStatus, seedTenant, type Harness } from "../support/harness";
-import { gzip, manyEntriesArchive, tar, tgz, zerosArchive, type FixtureEntry } from "../support/tar-fixtures";
+import { gzip, manyEntriesArchive, paxFloodArchive, tar, tgz, zerosArchive, type FixtureEntry } from "../support/tar-fixtures";
 
 const encoder = new TextEncoder();
 const file = (name: string, content = "x"): FixtureEntry => ({ name, content });
@@ -22,6 +22,13 @@ const CASES: Array<[string, () => Promise<Uint8Array>, RegExp]> = [
   ["a block device", () => gzip(tar([{ name: "sda", type: "4" }])), /block device/],
   ["a FIFO", () => gzip(tar([{ name: "pipe", type: "6" }])), /FIFO/],
   ["an unsupported entry type", () => gzip(tar([{ name: "sparse", type: "S" }])), /unsupported type 'S'/],
+  ["a PAX path with a NUL character", () => gzip(tar([file("index.html"), { name: "evil.txt", content: "x", pax: { path: "evil\u0000.txt" } }])), /path with a NUL character or an unpaired surrogate \("evil\\u0000\.txt"\)/],
+  ["a PAX record over 64 KiB", () => gzip(tar([{ name: "a.txt", content: "x", pax: { comment: "a".repeat(70_000) } }])), /PAX record of 70015 bytes is over the 65536-byte limit/],
+  // Headers are charged before their payload streams: the scan stops at the limit, not at the end.
+  ["PAX records adding up to more than 1 GiB", () => gzip(paxFloodArchive(1024 * 1024 * 1024)), /unpacks to more than 1024 MiB/],
+  ["a compose image with an unpaired surrogate", () => tgz({ "compose.yaml": 'services:\n  web:\n    image: "nginx\\ud800"\n' }), /service "web": image is not valid/],
+  ["a compose command with NUL", () => tgz({ "compose.yaml": 'services:\n  web:\n    image: nginx\n    command: "run\\0"\n' }), /command must not contain NUL characters or unpaired surrogates/],
+  ["a compose file over 64 KiB", () => tgz({ "compose.yaml": `services:\n  web:\n    image: nginx\n${"# padding\n".repeat(7000)}` }), /compose\.yaml: is 69 KiB; compose files over 64 KiB are refused/],
   ["a huge manifest", () => gzip(tar([file("package.json", JSON.stringify({ name: "x", description: "a".repeat(2 * 1024 * 1024) }))])), /package\.json is 2\.0 MiB; manifests over 1\.0 MiB/],
   ["a gzip bomb", () => gzip(zerosArchive(200 * 1024 * 1024)), /gzip bomb/],
   ["a million entries", () => gzip(manyEntriesArchive(1_000_000)), /more than 100000 entries/],

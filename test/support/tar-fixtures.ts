@@ -13,6 +13,8 @@ export interface FixtureEntry {
   linkname?: string;
   /** The header's size field when it must differ from the content (or there is no content). */
   size?: number;
+  /** PAX records written before the entry (a long name gets `path` without asking). */
+  pax?: Record<string, string>;
 }
 
 const encoder = new TextEncoder();
@@ -47,10 +49,11 @@ export function tarHeader(name: string, size: number, type = "0", linkname = "")
 const padding = (size: number) => new Uint8Array((512 - (size % 512)) % 512);
 
 function paxRecord(key: string, value: string): string {
-  const body = ` ${key}=${value}\n`;
-  let length = body.length + 1;
-  while (String(length).length + body.length !== length) length = String(length).length + body.length;
-  return `${length}${body}`;
+  // The length counts bytes, not UTF-16 units.
+  const body = encoder.encode(` ${key}=${value}\n`).length;
+  let length = body + 1;
+  while (String(length).length + body !== length) length = String(length).length + body;
+  return `${length} ${key}=${value}\n`;
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -68,8 +71,9 @@ export function tar(entries: FixtureEntry[]): Uint8Array {
   const parts: Uint8Array[] = [];
   for (const e of entries) {
     const content = typeof e.content === "string" ? encoder.encode(e.content) : (e.content ?? new Uint8Array(0));
-    if (encoder.encode(e.name).length > 100) {
-      const pax = encoder.encode(paxRecord("path", e.name));
+    const records = { ...(encoder.encode(e.name).length > 100 ? { path: e.name } : {}), ...e.pax };
+    if (Object.keys(records).length > 0) {
+      const pax = encoder.encode(Object.entries(records).map(([k, v]) => paxRecord(k, v)).join(""));
       parts.push(tarHeader("PaxHeader", pax.length, "x"), pax, padding(pax.length));
     }
     parts.push(tarHeader(e.name.slice(0, 100), e.size ?? content.length, e.type ?? "0", e.linkname ?? ""), content, padding(content.length));
@@ -139,4 +143,39 @@ export async function* manyEntriesArchive(count: number): AsyncGenerator<Uint8Ar
     yield out;
   }
   yield new Uint8Array(1024);
+}
+
+/**
+ * PAX extended headers (`x`, each `recordBytes` long, a `comment` record) whose
+ * payloads add up to more than `totalBytes`, then one small file. Each record holds
+ * 512 random bytes (as hex) so the stream compresses about 100×, under the
+ * gzip-bomb ratio; generated in 1 MiB batches.
+ */
+export async function* paxFloodArchive(totalBytes: number, recordBytes = 64 * 1024): AsyncGenerator<Uint8Array> {
+  const header = tarHeader("PaxHeader", recordBytes, "x");
+  const prefix = `${recordBytes} comment=`;
+  const template = new Uint8Array(recordBytes).fill(0x61);
+  template.set(encoder.encode(prefix));
+  template[recordBytes - 1] = 0x0a;
+  const hex = encoder.encode("0123456789abcdef");
+  const member = 512 + recordBytes + padding(recordBytes).length;
+  // The payloads alone exceed totalBytes (headers on top).
+  const count = Math.floor(totalBytes / recordBytes) + 1;
+  const perBatch = Math.max(1, Math.floor((1024 * 1024) / member));
+  for (let i = 0; i < count; i += perBatch) {
+    const n = Math.min(perBatch, count - i);
+    const out = new Uint8Array(n * member);
+    for (let j = 0; j < n; j++) {
+      const at = j * member;
+      out.set(header, at);
+      out.set(template, at + 512);
+      const random = crypto.getRandomValues(new Uint8Array(512));
+      for (let k = 0; k < random.length; k++) {
+        out[at + 512 + prefix.length + 2 * k] = hex[random[k]! >> 4]!;
+        out[at + 512 + prefix.length + 2 * k + 1] = hex[random[k]! & 15]!;
+      }
+    }
+    yield out;
+  }
+  yield tar([{ name: "index.html", content: "<p>" }]);
 }

@@ -7,8 +7,9 @@
  * separately (`captured`) so the caller can encrypt them; the services themselves
  * carry only keys, and every value reads back as MASK.
  */
-import { parse } from "yaml";
+import { isMap as isYamlMap, isScalar, isSeq, parseDocument } from "yaml";
 import type { ServiceSpec } from "../../../shared/db/schema";
+import { isUnsafeText, UNSAFE_TEXT_DETAIL } from "../../../shared/http/safe-text";
 import { MASK } from "../env-store";
 
 export { MASK };
@@ -23,13 +24,19 @@ export type CapturedValues = Record<string, Record<string, string>>;
 
 export class ComposeError extends Error {}
 
-export const LIMITS = { services: 100, variables: 500, valueLength: 32 * 1024, commandLength: 4096, ports: 100 } as const;
+/**
+ * `fileBytes`: the YAML parser is linear but costly (several µs a byte, more on
+ * hostile input), and the scan runs on the request's thread: compose files are
+ * kept small (real ones are a few KiB; large stacks about 25 KiB).
+ */
+export const LIMITS = { fileBytes: 64 * 1024, services: 100, variables: 500, valueLength: 32 * 1024, commandLength: 4096, ports: 100 } as const;
 export const SERVICE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
-export const ENV_KEY = /^[^=\s\p{Cc}]{1,256}$/u;
+export const ENV_KEY = /^[^=\s\p{Cc}\p{Cs}]{1,256}$/u;
 /** A value that is nothing but bullets is a masked read, not a real value. */
 export const isMasked = (value: string) => /^•+$/.test(value);
 
-const CONTROL = /[\p{Cc}]/u;
+/** Control characters, and lone surrogates (a YAML "\ud800" escape), which Postgres cannot store. */
+const CONTROL = /[\p{Cc}\p{Cs}]/u;
 type Yaml = Record<string, unknown>;
 const isMap = (v: unknown): v is Yaml => typeof v === "object" && v !== null && !Array.isArray(v);
 const scalar = (v: unknown) => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : null);
@@ -38,12 +45,45 @@ function fail(file: string, detail: string): never {
   throw new ComposeError(`${file}: ${detail}`);
 }
 
+const utf8 = new TextEncoder();
+
+/** A key repeated in one mapping (docker compose refuses them), found with a Set per mapping and no recursion. */
+function duplicateKey(root: unknown): string | null {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (isYamlMap(node)) {
+      const seen = new Set<string>();
+      for (const pair of node.items) {
+        if (isScalar(pair.key)) {
+          const key = String(pair.key.value);
+          if (seen.has(key)) return key;
+          seen.add(key);
+        }
+        stack.push(pair.value);
+      }
+    } else if (isSeq(node)) {
+      for (const item of node.items) stack.push(item);
+    }
+  }
+  return null;
+}
+
 function load(text: string, file: string): Yaml {
+  const bytes = utf8.encode(text).length;
+  if (bytes > LIMITS.fileBytes) fail(file, `is ${Math.ceil(bytes / 1024)} KiB; compose files over ${LIMITS.fileBytes / 1024} KiB are refused`);
   let doc: unknown;
   try {
+    // The parser's own unique-key check compares every pair of keys (quadratic): keys are checked below instead.
+    // logLevel "error": warnings about hostile input are not printed to the server's console.
+    const parsed = parseDocument(text, { uniqueKeys: false, prettyErrors: false, logLevel: "error" });
+    if (parsed.errors.length > 0) throw parsed.errors[0];
+    const repeated = duplicateKey(parsed.contents);
+    if (repeated !== null) fail(file, `not valid YAML (the key ${JSON.stringify(repeated.slice(0, 100))} is repeated in one mapping)`);
     // maxAliasCount keeps "billion laughs" aliases out.
-    doc = parse(text, { maxAliasCount: 100, prettyErrors: false });
+    doc = parsed.toJS({ maxAliasCount: 100 });
   } catch (e) {
+    if (e instanceof ComposeError) throw e;
     fail(file, `not valid YAML (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
   }
   if (!isMap(doc)) fail(file, "must be a YAML mapping with a `services` key");
@@ -84,7 +124,8 @@ function commandOf(raw: unknown, where: string, file: string): string | null {
   const quote = (part: string) => (/^[\w@%+=:,./-]+$/.test(part) ? part : `'${part.replace(/'/g, `'\\''`)}'`);
   const text = Array.isArray(raw) ? raw.map((p) => quote(scalar(p) ?? fail(file, `${where}: command items must be strings`))).join(" ") : scalar(raw);
   if (text === null) fail(file, `${where}: command must be a string or a list`);
-  if (text.length > LIMITS.commandLength || /\u0000/.test(text)) fail(file, `${where}: command is longer than ${LIMITS.commandLength} characters`);
+  if (text.length > LIMITS.commandLength) fail(file, `${where}: command is longer than ${LIMITS.commandLength} characters`);
+  if (isUnsafeText(text)) fail(file, `${where}: command ${UNSAFE_TEXT_DETAIL}`);
   return text.trim() || null;
 }
 

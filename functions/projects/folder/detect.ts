@@ -77,9 +77,24 @@ function json(text: string | undefined): Record<string, any> {
   }
 }
 
+/*
+ * Manifests are untrusted and up to 1 MiB: the detectors read them line by line
+ * (one split, then trim / startsWith / short anchored patterns per line), never
+ * with multiline patterns whose `\s*` spans lines, which backtrack quadratically.
+ */
+const lines = (text: string) => text.split("\n").map((l) => l.trim());
+
+/** The rest of `line` after `word` and optional whitespace, when `line` starts with `word` followed by `next`; else null. */
+function after(line: string, word: string, next: string): string | null {
+  if (!line.startsWith(word)) return null;
+  const rest = line.slice(word.length).trimStart();
+  return rest.startsWith(next) ? rest.slice(next.length).trimStart() : null;
+}
+
 function procfileWeb(text: string | undefined): string | null {
-  const line = text?.split(/\r?\n/).find((l) => /^web\s*:/.test(l));
-  return line ? command(line.replace(/^web\s*:\s*/, "")) : null;
+  // `web:` at the very start of a line (an indented one is not a process type).
+  const line = text?.split("\n").find((l) => after(l, "web", ":") !== null);
+  return line ? command(after(line.trim(), "web", ":")) : null;
 }
 
 export function composeFileOf(folder: Folder): string | null {
@@ -176,7 +191,7 @@ function detectPython({ paths, manifests }: Folder): Detection | null {
   if (!isPython) return null;
   const dep = pythonDeps(manifests);
   const pyproject = manifests.get("pyproject.toml") ?? "";
-  const pm = paths.has("uv.lock") ? "uv" : paths.has("poetry.lock") || /^\[tool\.poetry\]/m.test(pyproject) ? "poetry" : paths.has("Pipfile") ? "pipenv" : "pip";
+  const pm = paths.has("uv.lock") ? "uv" : paths.has("poetry.lock") || pyproject.split("\n").some((l) => l.startsWith("[tool.poetry]")) ? "poetry" : paths.has("Pipfile") ? "pipenv" : "pip";
   const install = {
     uv: "uv sync --frozen",
     poetry: "poetry install --no-root",
@@ -228,10 +243,25 @@ function detectGo({ manifests }: Folder): Detection | null {
   };
 }
 
+/** Gems named by `gem "name"` / `gem 'name'` lines (comments and other statements ignored). */
+function gemNames(gemfile: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of lines(gemfile)) {
+    if (!/^gem\s/.test(line)) continue;
+    const rest = line.slice(3).trimStart();
+    const quote = rest[0];
+    if (quote !== '"' && quote !== "'") continue;
+    const end = rest.indexOf(quote, 1);
+    if (end > 1) names.add(rest.slice(1, end));
+  }
+  return names;
+}
+
 function detectRuby({ paths, manifests }: Folder): Detection | null {
   const gemfile = manifests.get("Gemfile");
   if (gemfile === undefined) return null;
-  const gem = (name: string) => new RegExp(`^\\s*gem\\s+["']${name}["']`, "m").test(gemfile);
+  const gems = gemNames(gemfile);
+  const gem = (name: string) => gems.has(name);
   const base = { stack: "ruby" as const, packageManager: "bundler", installCommand: "bundle install", outputDirectory: null, dockerfile: null };
   if (gem("rails") || paths.has("config/application.rb")) {
     return { ...base, framework: "rails", buildCommand: "bundle exec rails assets:precompile", startCommand: "bundle exec rails server -b 0.0.0.0 -p $PORT" };
@@ -270,13 +300,43 @@ function detectPhp({ paths, manifests }: Folder): Detection | null {
   };
 }
 
+/** The first `[package]` table's name and the keys of the first `[dependencies]` table (or `[dependencies.<name>]` tables). */
+function cargoManifest(cargo: string): { name: string | undefined; dependencies: Set<string> } {
+  let section = "";
+  const seen = new Set<string>();
+  let name: string | undefined;
+  let nameRead = false;
+  const dependencies = new Set<string>();
+  for (const line of lines(cargo)) {
+    if (line.startsWith("[")) {
+      // Only the first occurrence of a table counts, as before.
+      if (section) seen.add(section);
+      const header = line.slice(0, line.indexOf("]") + 1 || undefined);
+      section = seen.has(header) ? "(repeated)" : header;
+      if (header.startsWith("[dependencies.") && header.endsWith("]")) dependencies.add(header.slice("[dependencies.".length, -1).trim());
+      continue;
+    }
+    if (section === "[package]" && !nameRead) {
+      const value = after(line, "name", "=");
+      if (value !== null) {
+        nameRead = true;
+        const end = value.indexOf('"', 1);
+        const quoted = value.startsWith('"') && end > 1 ? value.slice(1, end) : "";
+        if (/^[A-Za-z0-9_-]+$/.test(quoted)) name = quoted;
+      }
+    } else if (section === "[dependencies]") {
+      const eq = line.indexOf("=");
+      if (eq > 0) dependencies.add(line.slice(0, eq).trim());
+    }
+  }
+  return { name, dependencies };
+}
+
 function detectRust({ manifests }: Folder): Detection | null {
   const cargo = manifests.get("Cargo.toml");
   if (cargo === undefined) return null;
-  const packageSection = /^\[package\]([\s\S]*?)(^\[|$(?![\s\S]))/m.exec(cargo)?.[1] ?? "";
-  const name = /^\s*name\s*=\s*"([A-Za-z0-9_-]+)"/m.exec(packageSection)?.[1];
-  const dependencies = /^\[dependencies\]([\s\S]*?)(^\[|$(?![\s\S]))/m.exec(cargo)?.[1] ?? "";
-  const framework = ["axum", "actix-web", "rocket", "warp"].find((d) => new RegExp(`^\\s*${d}\\s*=`, "m").test(dependencies)) ?? "rust";
+  const { name, dependencies } = cargoManifest(cargo);
+  const framework = ["axum", "actix-web", "rocket", "warp"].find((d) => dependencies.has(d)) ?? "rust";
   return {
     stack: "rust",
     framework,

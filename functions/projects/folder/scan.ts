@@ -5,12 +5,13 @@
  * encrypted on the session and read back masked.
  */
 import { ApiError, badRequest } from "../../../shared/http/errors";
+import { findUnsafeText, UNSAFE_TEXT_DETAIL } from "../../../shared/http/safe-text";
 import { defineRoute, jsonResponse } from "../../../shared/http/route";
 import { callerOf, createRouter } from "../../../shared/http/router";
 import { MAX_UPLOAD_BYTES, SCAN_LIMITS } from "../../../shared/storage/limits";
 import type { Gunzip } from "../../../shared/storage/gunzip";
 import type { UploadStorage } from "../../../shared/storage/types";
-import { ComposeError, parseCompose, type CapturedValues } from "./compose";
+import { ComposeError, LIMITS as COMPOSE_LIMITS, parseCompose, type CapturedValues } from "./compose";
 import { COMPOSE_OVERRIDES, composeFileOf, detect, MANIFEST_NAMES } from "./detect";
 import { ScanResultSchema, SessionIdParam, type ScanResult } from "./schema";
 import { encryptCaptured, serviceView } from "./services";
@@ -32,8 +33,10 @@ const route = defineRoute({
     "When the archive holds a single top-level folder, its contents are scanned (`rootDirectory`).",
     "Compose environment values are returned masked (`••••••••`); the real values are kept, encrypted, for this session's ensure.",
     `Refused with 400, and nothing is recorded: nothing uploaded yet; an upload over ${mib(MAX_UPLOAD_BYTES)}; data that is not gzip or not a tar; a truncated archive; ` +
-      `absolute paths or \`..\`; hard or symbolic links, devices, FIFOs; more than ${SCAN_LIMITS.maxEntries} entries; a file over ${mib(SCAN_LIMITS.maxFileBytes)}; ` +
-      `more than ${mib(SCAN_LIMITS.maxTotalBytes)} unpacked; more than ${SCAN_LIMITS.maxRatio}× expansion (a gzip bomb); a manifest over ${mib(SCAN_LIMITS.maxManifestBytes)}; an invalid compose file.`,
+      `absolute paths or \`..\`; a path with a NUL character or an unpaired surrogate; hard or symbolic links, devices, FIFOs; more than ${SCAN_LIMITS.maxEntries} entries; ` +
+      `a file over ${mib(SCAN_LIMITS.maxFileBytes)}; an extended header (PAX record set, GNU long name) over ${SCAN_LIMITS.maxMetaBytes / 1024} KiB; ` +
+      `more than ${mib(SCAN_LIMITS.maxTotalBytes)} unpacked (headers, extended headers and padding included); more than ${SCAN_LIMITS.maxRatio}× expansion (a gzip bomb); ` +
+      `a manifest over ${mib(SCAN_LIMITS.maxManifestBytes)}; a compose file over ${COMPOSE_LIMITS.fileBytes / 1024} KiB; an invalid compose file.`,
     "Another organization's, an expired or an unknown session: 404.",
   ].join("\n\n"),
   permission: "project:write",
@@ -92,8 +95,12 @@ export const scanRouter = createRouter().openapi(route, async (c) => {
   };
   // Stored for the deploy step without the masks: services as parsed (keys only), their values encrypted beside.
   const { services: _masked, ...stored } = result;
+  const record = { ...stored, ...(compose ? { services: compose.services } : {}) };
+  // The detectors refuse such text already; this keeps anything they missed from reaching Postgres as a 500.
+  const unsafe = findUnsafeText(record);
+  if (unsafe) throw badRequest(undefined, `The scan result's ${unsafe} ${UNSAFE_TEXT_DETAIL}`);
   await saveScan(c.get("db"), session, {
-    result: { ...stored, ...(compose ? { services: compose.services } : {}) },
+    result: record,
     servicesCiphertext: compose ? await encryptCaptured(c.get("keyring"), orgId, sessionId, compose.captured) : null,
     size,
     now: c.get("clock")(),

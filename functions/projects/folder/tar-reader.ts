@@ -5,13 +5,16 @@
  * run the same code.
  *
  * Formats: ustar, GNU (long names `L`/`K`) and PAX (`x`, `g`: `path`, `size`).
- * Refused with an ArchiveError: absolute paths and `..`, hard and symbolic links,
- * devices and FIFOs, other entry types, more than maxEntries members, a file over
- * maxFileBytes, more than maxTotalBytes unpacked, an unpacked/packed ratio over
+ * Refused with an ArchiveError: absolute paths and `..`, paths with NUL or an
+ * unpaired surrogate, hard and symbolic links, devices and FIFOs, other entry
+ * types, more than maxEntries members, a file over maxFileBytes, an extended
+ * header (PAX, GNU long name) over maxMetaBytes, more than maxTotalBytes unpacked
+ * (headers, extended headers and padding included), an unpacked/packed ratio over
  * maxRatio (a gzip bomb), a manifest over maxManifestBytes, data that is not gzip
  * or not a tar, a truncated archive, an empty one.
  */
 import { GzipError, webGunzip, type Gunzip, type GunzipCounters } from "../../../shared/storage/gunzip";
+import { isUnsafeText } from "../../../shared/http/safe-text";
 import type { ScanLimits } from "../../../shared/storage/limits";
 
 export type ArchiveProblem =
@@ -125,6 +128,10 @@ function paxRecords(data: Uint8Array): Map<string, string> {
 
 /** `./a//b/` → `a/b`; refuses absolute paths and `..` (either separator), so nothing can land outside the folder. */
 function safePath(raw: string): string {
+  // A PAX path may hold NUL (ustar and GNU names end at the first one); Postgres text cannot.
+  if (isUnsafeText(raw)) {
+    throw new ArchiveError("unsafe_path", `The archive contains a path with a NUL character or an unpaired surrogate (${JSON.stringify(raw.slice(0, 200))})`);
+  }
   if (raw.startsWith("/") || raw.startsWith("\\") || /^[A-Za-z]:[/\\]/.test(raw)) {
     throw new ArchiveError("unsafe_path", `The archive contains an absolute path (${JSON.stringify(raw.slice(0, 200))})`);
   }
@@ -159,7 +166,10 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
 
   let entries = 0;
   let files = 0;
+  /** Sum of the files' sizes (reported). */
   let declared = 0;
+  /** Everything the archive unpacks to, as declared by the headers read so far: headers, extended headers, contents, padding. */
+  let unpacked = 0;
   const topDirs = new Set<string>();
   let fileAtTop = false;
   const listed: string[] = [];
@@ -172,6 +182,12 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
     if (!manifestNames.has(name)) return false;
     // At the top, or one level down while the archive still looks like a single folder.
     return parts.length === 1 || (parts.length === 2 && topDirs.size === 1 && !fileAtTop);
+  }
+
+  /** Counts a member (header, content, padding) toward the unpacked limit when its header is read, before its content streams. */
+  function charge(size: number) {
+    unpacked += BLOCK + size + ((BLOCK - (size % BLOCK)) % BLOCK);
+    if (unpacked > limits.maxTotalBytes) throw new ArchiveError("too_large", `The archive unpacks to more than ${mib(limits.maxTotalBytes)}`);
   }
 
   function onHeader(block: Uint8Array) {
@@ -195,6 +211,7 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
     if (isMeta) {
       if (++metaCount > limits.maxEntries) throw new ArchiveError("too_many_entries", `The archive has more than ${limits.maxEntries} entries`);
       if (size > limits.maxMetaBytes) throw new ArchiveError("corrupt", `A ${type === "L" || type === "K" ? "long name" : "PAX"} record of ${size} bytes is over the ${limits.maxMetaBytes}-byte limit`);
+      charge(size);
       sink = { kind: "meta", type, path: "", data: new Uint8Array(size), fill: 0 };
       startContent(size);
       return;
@@ -217,7 +234,7 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
     // A directory's size should be 0; whatever it declares is skipped and counted like file data.
     if (size > limits.maxFileBytes) throw new ArchiveError("file_too_large", `${path || "."} is ${mib(size)}; files over ${mib(limits.maxFileBytes)} are refused`);
     declared += size;
-    if (declared > limits.maxTotalBytes) throw new ArchiveError("too_large", `The archive unpacks to more than ${mib(limits.maxTotalBytes)}`);
+    charge(size);
     if (path === "") {
       startContent(size);
       return;
