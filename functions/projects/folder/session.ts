@@ -12,7 +12,7 @@ import { tooManyRequestsResponse } from "../../../shared/http/problem-schema";
 import { defineRoute, jsonResponse } from "../../../shared/http/route";
 import { callerOf, createRouter } from "../../../shared/http/router";
 import { newId } from "../../../shared/ids";
-import { withOptionalJsonBody } from "./route-body";
+import { withOptionalJsonBody } from "../../../shared/http/route-body";
 import { SessionHint, UploadTargetSchema } from "./schema";
 import { insertSessionWithinCaps, type CapExceeded } from "./store";
 

@@ -14,7 +14,7 @@ import { defineRoute, jsonResponse } from "../../../shared/http/route";
 import { callerOf, createRouter } from "../../../shared/http/router";
 import { GZIP_TYPE, MAX_UPLOAD_BYTES } from "../../../shared/storage/limits";
 import { UploadTooLargeError, type RelayStorage } from "../../../shared/storage/types";
-import { withRawBody } from "../../projects/folder/route-body";
+import { withRawBody } from "../../../shared/http/route-body";
 import { SessionIdParam } from "../../projects/folder/schema";
 import { findSession, markUploaded, sessionNotFound } from "../../projects/folder/store";
 

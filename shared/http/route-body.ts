@@ -6,9 +6,9 @@
  */
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../../../shared/http/context";
-import { formatBytes, MAX_JSON_BODY_BYTES, optionalJsonBody } from "../../../shared/http/json-body";
-import { problem } from "../../../shared/http/problem-schema";
+import type { AppEnv } from "./context";
+import { formatBytes, MAX_JSON_BODY_BYTES, optionalJsonBody } from "./json-body";
+import { problem } from "./problem-schema";
 
 type Defined = RouteConfig & { middleware: MiddlewareHandler<AppEnv>[] };
 
