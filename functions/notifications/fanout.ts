@@ -8,11 +8,12 @@
  * transaction that records the event, so an event is queued whole or not at all.
  */
 import { sql } from "drizzle-orm";
+import { rowsOf } from "../../shared/db/rows";
 import { notificationEvents } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
 import { CATEGORIES } from "./categories";
-import { idStem, RANDOM_ID_TAIL, rowsOf } from "./store";
+import { idStem, RANDOM_ID_TAIL } from "./store";
 
 export interface NotificationEventInput {
   orgId: string;

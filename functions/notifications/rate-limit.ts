@@ -11,7 +11,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Executor } from "../../shared/db/types";
-import { rowsOf } from "./store";
+import { rowsOf } from "../../shared/db/rows";
 
 export interface RateLimit {
   max: number;

@@ -6,6 +6,7 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Keyring } from "../../shared/crypto/keyring";
 import { notificationChannels, notificationOrgDefaults, notificationSubscriptions, type ChannelKind } from "../../shared/db/schema";
+import { rowsOf } from "../../shared/db/rows";
 import type { Db, Executor } from "../../shared/db/types";
 import { badRequest, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
@@ -20,11 +21,6 @@ export interface Owner {
 
 export type ChannelRow = typeof notificationChannels.$inferSelect;
 type SubscriptionRow = typeof notificationSubscriptions.$inferSelect;
-
-/** Rows of a raw `execute`, whatever the driver (node-postgres, PGlite and Neon all answer `{rows}`). */
-export function rowsOf<T>(result: unknown): T[] {
-  return ((result as { rows?: T[] }).rows ?? (result as T[])) as T[];
-}
 
 /** `<prefix>_` + the id's time part; SQL appends 16 random hex characters (see shared/ids.ts). */
 export const idStem = (prefix: string, now: Date) => newId(prefix, now.getTime()).slice(0, prefix.length + 11);

@@ -33,6 +33,7 @@
  */
 import { eq, inArray, sql } from "drizzle-orm";
 import type { Keyring } from "../../../shared/crypto/keyring";
+import { rowsOf } from "../../../shared/db/rows";
 import { notificationChannels, notificationEvents, notificationOutbox, type SendStatus } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
@@ -42,7 +43,6 @@ import { toBase64Url, randomBytes } from "../../../shared/crypto/encoding";
 import { categoryOf } from "../categories";
 import { DELIVERY_LIMITS, deliveryTakes, describeLimit, type DeliveryLimits } from "../limits";
 import { pruneRateLimits, returnRateLimits, takeRateLimits, type Take } from "../rate-limit";
-import { rowsOf } from "../store";
 import type { NotificationMessage } from "./payloads";
 import { sendToChannel, type Transports } from "./send";
 import { describeError } from "../../../shared/http/error-log";
