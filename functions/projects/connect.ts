@@ -12,10 +12,10 @@ import { ProjectIdParam, ProjectSchema } from "./schema";
 import { projectView } from "./store";
 
 /** Lower-cased, without a trailing dot. */
-export const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
+const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
 
 /** A public DNS name: 2+ labels of letters, digits and inner hyphens, an alphabetic top-level label (so no IP addresses). */
-export function isHostname(h: string): boolean {
+function isHostname(h: string): boolean {
   if (h.length < 1 || h.length > 253) return false;
   const labels = h.split(".");
   if (labels.length < 2) return false;

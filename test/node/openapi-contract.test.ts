@@ -113,6 +113,14 @@ describe("OpenAPI document", () => {
     expect(doc.components.parameters.OrganizationId).toMatchObject({ name: "X-Organization-Id", in: "header" });
   });
 
+  it("declares the statuses routes answer beyond the shared ones", () => {
+    const responses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses);
+    expect(responses("/api/projects/{id}/routing/retry", "post")).toContain("409");
+    expect(responses("/api/notifications/channels/{id}/test", "post")).toContain("429");
+    expect(responses("/api/projects/folder/session", "post")).toContain("429");
+    expect(doc.paths["/api/projects/folder/session"].post.responses["429"].headers["Retry-After"]).toBeDefined();
+  });
+
   it("states the body limit of every operation that takes a JSON body, and its 413", () => {
     for (const { method, path, op } of operations()) {
       if (!op.requestBody?.content?.["application/json"]) continue;

@@ -1,6 +1,5 @@
 /**
- * The folder-upload flow on both runtimes: session, scan (and ensure, in
- * ../ensure.ts). The relay route is self-hosted only: functions/self-hosted/uploads/.
+ * The folder-upload flow on both runtimes: session, scan and ensure. The relay route is self-hosted only: functions/self-hosted/uploads/.
  */
 import { createRouter } from "../../../shared/http/router";
 import { scanRouter } from "./scan";
