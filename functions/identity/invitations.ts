@@ -7,18 +7,16 @@
  * The code is consumed by a single conditional UPDATE, so it works once.
  */
 import { z } from "@hono/zod-openapi";
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import { hashToken } from "../../shared/auth/tokens";
 import { randomBytes, toBase64Url } from "../../shared/crypto/encoding";
-import { invitations, memberships, users } from "../../shared/db/schema";
-import { ApiError, badRequest, notFound } from "../../shared/http/errors";
+import { ApiError } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { newId } from "../../shared/ids";
-import { Email, Name, OrgIdParam, RoleSchema, UserSchema } from "./schemas";
-import { addMember, createUserIfNew, issueToken } from "./store";
+import { acceptInvitation, createInvitation } from "./invitations-store";
+import { Name, OrgIdParam, RoleSchema, UserSchema } from "./schema";
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+const Email = z.email().max(320);
 
 const create = defineRoute({
   method: "post",
@@ -65,51 +63,16 @@ export const invitationsRouter = createRouter()
     if (role === "owner" && caller.role !== "owner") throw new ApiError("forbidden", "Only an owner can invite an owner");
     const code = `wsi_${toBase64Url(randomBytes(16))}`;
     const expiresAt = new Date(c.get("clock")().getTime() + INVITATION_TTL_MS);
-    const id = newId("inv");
-    await c.get("db").insert(invitations).values({
-      id,
-      orgId,
-      email,
-      role,
-      codeHash: await hashToken(code),
-      invitedBy: caller.userId,
-      expiresAt,
-    });
+    const id = await createInvitation(c.get("db"), { orgId, email, role, codeHash: await hashToken(code), invitedBy: caller.userId, expiresAt });
     return c.json({ id, email, role, code, expiresAt: expiresAt.toISOString() }, 201);
   })
   .openapi(accept, async (c) => {
     const { code, name } = c.req.valid("json");
-    const caller = c.get("caller");
-    const now = c.get("clock")();
-    const codeHash = await hashToken(code);
-    const result = await c.get("db").transaction(async (tx) => {
-      const [invitation] = await tx
-        .update(invitations)
-        .set({ acceptedAt: now })
-        .where(and(eq(invitations.codeHash, codeHash), isNull(invitations.acceptedAt), gt(invitations.expiresAt, now)))
-        .returning();
-      if (!invitation) throw notFound("Invitation");
-      const [existing] = await tx.select().from(users).where(sql`lower(${users.email}) = lower(${invitation.email})`);
-      if (existing) {
-        if (!caller) throw new ApiError("unauthorized", "This address has an account: accept with that user's bearer token");
-        if (caller.userId !== existing.id) throw new ApiError("forbidden", "This invitation was sent to another address");
-        const [member] = await tx
-          .select({ role: memberships.role })
-          .from(memberships)
-          .where(and(eq(memberships.orgId, invitation.orgId), eq(memberships.userId, existing.id)));
-        if (member) throw new ApiError("conflict", "Already a member of this organization");
-        await addMember(tx, invitation.orgId, existing.id, invitation.role);
-        return { user: existing, organizationId: invitation.orgId, token: null };
-      }
-      if (caller) throw new ApiError("forbidden", "This invitation was sent to another address");
-      if (!name) throw badRequest("name", "name is required to create an account");
-      const user = await createUserIfNew(tx, { email: invitation.email, name });
-      // Another invitation for this address was accepted at the same moment and created the account
-      // (the whole transaction, this invitation's acceptance included, is rolled back).
-      if (!user) throw new ApiError("conflict", "An account with this e-mail was just created; sign in as that user and accept again with its bearer token");
-      await addMember(tx, invitation.orgId, user.id, invitation.role);
-      const { token } = await issueToken(tx, { userId: user.id, name: "first token", scopes: null, expiresAt: null });
-      return { user, organizationId: invitation.orgId, token };
+    const result = await acceptInvitation(c.get("db"), {
+      codeHash: await hashToken(code),
+      now: c.get("clock")(),
+      callerId: c.get("caller")?.userId ?? null,
+      name,
     });
     const { id, email, name: userName } = result.user;
     return c.json({ user: { id, email, name: userName }, organizationId: result.organizationId, token: result.token }, 200);

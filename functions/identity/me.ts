@@ -1,10 +1,9 @@
 /** GET /api/me: who the token belongs to, their organizations and effective tags. */
 import { z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
-import { memberships, organizations, users } from "../../shared/db/schema";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { OrganizationSchema, TagSchema, UserSchema } from "./schemas";
+import { OrganizationSchema, TagSchema, UserSchema } from "./schema";
+import { findUser, organizationsOf } from "./store";
 
 const route = defineRoute({
   method: "get",
@@ -29,13 +28,8 @@ const route = defineRoute({
 export const meRouter = createRouter().openapi(route, async (c) => {
   const caller = callerOf(c);
   const db = c.get("db");
-  const [user] = await db.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.id, caller.userId));
-  const orgs = await db
-    .select({ id: organizations.id, name: organizations.name, role: memberships.role })
-    .from(memberships)
-    .innerJoin(organizations, eq(organizations.id, memberships.orgId))
-    .where(eq(memberships.userId, caller.userId))
-    .orderBy(organizations.id);
+  const user = await findUser(db, caller.userId);
+  const orgs = await organizationsOf(db, caller.userId);
   return c.json(
     {
       user: user!,

@@ -2,8 +2,8 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { Name, OrganizationSchema } from "./schemas";
-import { createOrganization } from "./store";
+import { Name, OrganizationSchema } from "./schema";
+import { registerOrganization } from "./store";
 
 const route = defineRoute({
   method: "post",
@@ -18,6 +18,6 @@ const route = defineRoute({
 export const orgsRouter = createRouter().openapi(route, async (c) => {
   const { name } = c.req.valid("json");
   const caller = callerOf(c);
-  const org = await c.get("db").transaction((tx) => createOrganization(tx, name, caller.userId));
+  const org = await registerOrganization(c.get("db"), name, caller.userId);
   return c.json({ id: org.id, name: org.name, role: "owner" as const }, 201);
 });

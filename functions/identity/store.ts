@@ -1,11 +1,30 @@
-/** Identity data operations shared by the routes and the self-hosted bootstrap. */
-import { and, count, eq, isNull, sql } from "drizzle-orm";
+/**
+ * Users, organizations, joining one, and personal access tokens: the identity
+ * data the routes, the invitations and the self-hosted bootstrap share.
+ * Members are in members-store.ts, invitations in invitations-store.ts.
+ */
+import { and, asc, count, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Role } from "../../shared/auth/permissions";
 import { displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
 import { apiTokens, memberships, organizations, users } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
 import { seedMemberNotifications } from "../notifications/fanout";
+
+export async function findUser(ex: Executor, userId: string) {
+  const [user] = await ex.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.id, userId));
+  return user;
+}
+
+/** The user's organizations with their role there, by organization id. */
+export async function organizationsOf(ex: Executor, userId: string) {
+  return ex
+    .select({ id: organizations.id, name: organizations.name, role: memberships.role })
+    .from(memberships)
+    .innerJoin(organizations, eq(organizations.id, memberships.orgId))
+    .where(eq(memberships.userId, userId))
+    .orderBy(organizations.id);
+}
 
 export async function createUser(tx: Executor, input: { email: string; name: string }) {
   const [user] = await tx
@@ -43,6 +62,11 @@ export async function createOrganization(tx: Executor, name: string, ownerId: st
   return org!;
 }
 
+/** createOrganization in a transaction of its own (POST /api/orgs): the organization and its owner, or nothing. */
+export async function registerOrganization(db: Db, name: string, ownerId: string) {
+  return db.transaction((tx) => createOrganization(tx, name, ownerId));
+}
+
 export async function issueToken(
   tx: Executor,
   input: { userId: string; name: string; scopes: string[] | null; expiresAt: Date | null; token?: string },
@@ -63,7 +87,36 @@ export async function issueToken(
   return { row: row!, token };
 }
 
-export interface BootstrapResult {
+export type TokenRow = typeof apiTokens.$inferSelect;
+
+/** One page of the user's unrevoked personal tokens, oldest first; one row more than `limit` tells there is a next page. */
+export async function listPersonalTokens(ex: Executor, userId: string, limit: number, cursor?: string): Promise<TokenRow[]> {
+  return ex
+    .select()
+    .from(apiTokens)
+    .where(
+      and(
+        eq(apiTokens.userId, userId),
+        eq(apiTokens.kind, "personal"),
+        isNull(apiTokens.revokedAt),
+        cursor ? gt(apiTokens.id, cursor) : undefined,
+      ),
+    )
+    .orderBy(asc(apiTokens.id))
+    .limit(limit + 1);
+}
+
+/** Revokes one of the user's unrevoked personal tokens; false when there is none with this id. */
+export async function revokePersonalToken(ex: Executor, userId: string, tokenId: string, now: Date): Promise<boolean> {
+  const revoked = await ex
+    .update(apiTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.userId, userId), eq(apiTokens.kind, "personal"), isNull(apiTokens.revokedAt)))
+    .returning({ id: apiTokens.id });
+  return revoked.length > 0;
+}
+
+interface BootstrapResult {
   userId: string;
   orgId: string;
   token: string;

@@ -9,19 +9,31 @@
  * deployment-session tokens expire by themselves.
  */
 import { z } from "@hono/zod-openapi";
-import { pathId } from "../../shared/http/params";
-import { and, asc, eq, gt, isNull } from "drizzle-orm";
 import { holdsPersonalTag, TAGS } from "../../shared/auth/permissions";
 import { capToParent } from "../../shared/auth/token-lifetime";
-import { apiTokens } from "../../shared/db/schema";
 import { badRequest, notFound } from "../../shared/http/errors";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
+import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { CreatedTokenSchema, Name, TagSchema, TokenSchema } from "./schemas";
-import { issueToken } from "./store";
+import { Name, TagSchema } from "./schema";
+import { issueToken, listPersonalTokens, revokePersonalToken, type TokenRow } from "./store";
 
-type TokenRow = typeof apiTokens.$inferSelect;
+const TokenSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    displayPrefix: z.string().openapi({ description: "The token's first characters, to recognize it" }),
+    scopes: z.array(TagSchema).nullable().openapi({ description: "null: every tag the role grants" }),
+    expiresAt: z.string().nullable().openapi({ description: "null: never expires. Never later than the expiry of the token that minted it" }),
+    createdAt: z.string(),
+  })
+  .openapi("Token");
+
+const CreatedTokenSchema = TokenSchema.extend({
+  token: z.string().openapi({ description: "The secret; shown only in this response" }),
+}).openapi("CreatedToken");
+
 const view = (t: TokenRow) => ({
   id: t.id,
   name: t.name,
@@ -95,31 +107,13 @@ export const tokensRouter = createRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const caller = callerOf(c);
-    const rows = await c.get("db")
-      .select()
-      .from(apiTokens)
-      .where(
-        and(
-          eq(apiTokens.userId, caller.userId),
-          eq(apiTokens.kind, "personal"),
-          isNull(apiTokens.revokedAt),
-          cursor ? gt(apiTokens.id, cursor) : undefined,
-        ),
-      )
-      .orderBy(asc(apiTokens.id))
-      .limit(limit + 1);
-    const page = toPage(rows, limit, (t) => t.id);
+    const page = toPage(await listPersonalTokens(c.get("db"), caller.userId, limit, cursor), limit, (t) => t.id);
     return c.json({ items: page.items.map(view), nextCursor: page.nextCursor }, 200);
   })
   .openapi(revoke, async (c) => {
     const { id } = c.req.valid("param");
     const caller = callerOf(c);
-    const revoked = await c.get("db")
-      .update(apiTokens)
-      .set({ revokedAt: c.get("clock")() })
-      .where(and(eq(apiTokens.id, id), eq(apiTokens.userId, caller.userId), eq(apiTokens.kind, "personal"), isNull(apiTokens.revokedAt)))
-      .returning({ id: apiTokens.id });
-    if (revoked.length === 0) throw notFound("Token");
+    if (!(await revokePersonalToken(c.get("db"), caller.userId, id, c.get("clock")()))) throw notFound("Token");
     c.get("authCache")?.invalidate(caller.userId);
     return c.body(null, 204);
   });
