@@ -13,13 +13,13 @@ import type { Settings } from "./schema";
 type Row = typeof workspaceSettings.$inferSelect;
 export type SettingsPatch = Partial<Omit<typeof workspaceSettings.$inferInsert, "orgId" | "userId" | "updatedAt">>;
 
-export interface Owner {
+interface Owner {
   orgId: string;
   userId: string;
 }
 
 /** Where a clone token's ciphertext lives: the AES-GCM additional data. */
-export const cloneTokenContext = (o: Owner) => ({ orgId: o.orgId, table: "workspace_settings", column: "clone_token", rowId: o.userId });
+const cloneTokenContext = (o: Owner) => ({ orgId: o.orgId, table: "workspace_settings", column: "clone_token", rowId: o.userId });
 
 function view(row: Row | undefined): Settings {
   return {
