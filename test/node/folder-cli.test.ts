@@ -193,3 +193,34 @@ describe("wsp deploy", () => {
     expect(out).toMatch(/framework {3}django/);
   }, 60_000);
 });
+
+describe("wsp installed for use anywhere", () => {
+  /** Runs a command to its end; its output and exit code. */
+  function exec(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
+    const child = spawn(command, args, options);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    return new Promise<{ code: number | null; out: string; err: string }>((resolve) => child.on("close", (code) => resolve({ code, out, err })));
+  }
+
+  it("`npm install -g <repository>` links a wsp that runs from another folder, on this Node and the machine's", async () => {
+    const { existsSync } = await import("node:fs");
+    const prefix = tempDir("ws-cli-prefix-");
+    const elsewhere = tempDir("ws-cli-cwd-");
+    // What the README says, into a private prefix; scripts skipped: the CLI needs no build.
+    const install = await exec("npm", ["install", "-g", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", prefix, process.cwd()], {
+      cwd: elsewhere,
+      env: process.env,
+    });
+    expect(install.code, install.err).toBe(0);
+    // The bin's `#!/usr/bin/env node` picks the first node on PATH: the project's Node 24, then a system node if there is one.
+    const nodeDirs = new Set([dirname(process.execPath), "/usr/bin", "/usr/local/bin"].filter((d) => existsSync(join(d, "node"))));
+    for (const nodeDir of nodeDirs) {
+      const help = await exec(join(prefix, "bin", "wsp"), ["--help"], { cwd: elsewhere, env: { ...process.env, PATH: `${nodeDir}:/usr/bin:/bin` } });
+      expect(help.code, `${nodeDir}/node: ${help.err}`).toBe(0);
+      expect(help.out).toBe(USAGE);
+    }
+  }, 60_000);
+});
