@@ -39,6 +39,7 @@ function problemResponse(c: Context<AppEnv>, error: ApiError): Response {
 function fromHttpException(e: HTTPException): ApiError {
   if (e.status === 413) return new ApiError("payload_too_large", e.message || "Payload too large");
   if (e.status === 401) return new ApiError("unauthorized", e.message || "Unauthorized");
+  if (e.status === 415) return new ApiError("unsupported_media_type", "Send the body as JSON (Content-Type: application/json)");
   if (e.status >= 400 && e.status < 500) return new ApiError("validation", e.message || "Bad request");
   return new ApiError("internal", "Internal error");
 }

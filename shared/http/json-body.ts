@@ -70,8 +70,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
-/** Parses a non-empty body text into the JSON object the validator receives, or throws the 400. */
-function parseObject(text: string): Record<string, unknown> {
+/** Checks a non-empty body text is a JSON object the validator may parse, or throws the 400. */
+function checkObject(text: string): void {
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     throw badRequest(undefined, `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
@@ -86,16 +86,15 @@ function parseObject(text: string): Record<string, unknown> {
   }
   const unsafe = findUnsafeText(parsed);
   if (unsafe) throw badRequest(unsafe, `${unsafe} ${UNSAFE_TEXT_DETAIL}`);
-  return parsed as Record<string, unknown>;
 }
 
 function hasJsonType(c: Context<AppEnv>): boolean {
   return JSON_TYPE.test((c.req.header("content-type") ?? "").split(";")[0]!.trim());
 }
 
-/** Hands the parsed value to the validator instead of parsing twice. */
-function provide(c: Context<AppEnv>, value: Record<string, unknown>) {
-  c.req.bodyCache.json = Promise.resolve(value);
+/** Hands the checked text to the validator (the stream itself has been read). */
+function provide(c: Context<AppEnv>, text: string) {
+  c.req.bodyCache.text = Promise.resolve(text);
 }
 
 /** A required JSON object body of at most `limit` bytes. */
@@ -104,7 +103,8 @@ export function jsonBody(limit = MAX_JSON_BODY_BYTES): MiddlewareHandler<AppEnv>
     if (!hasJsonType(c)) throw badRequest(undefined, "Request body must be JSON (Content-Type: application/json)");
     const text = await readBodyText(c.req.raw, limit);
     if (!text.trim()) throw badRequest(undefined, "Request body is empty; a JSON object is required");
-    provide(c, parseObject(text));
+    checkObject(text);
+    provide(c, text);
     return next();
   };
 }
@@ -117,11 +117,14 @@ export function optionalJsonBody(limit = MAX_JSON_BODY_BYTES): MiddlewareHandler
   return async (c, next) => {
     const text = await readBodyText(c.req.raw, limit);
     if (text.trim() === "") {
-      provide(c, {});
+      // Read as no body at all by what follows (the OpenAPI validator looks for a body it can no longer read).
+      c.req.bodyCache.arrayBuffer = Promise.resolve(new ArrayBuffer(0));
+      provide(c, "{}");
       return next();
     }
     if (!hasJsonType(c)) throw badRequest(undefined, "Request body must be JSON (Content-Type: application/json)");
-    provide(c, parseObject(text));
+    checkObject(text);
+    provide(c, text);
     return next();
   };
 }

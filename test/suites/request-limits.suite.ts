@@ -122,5 +122,13 @@ export function requestLimitsSuite(h: Harness) {
       });
       await expectProblem(big, 413);
     });
+
+    it("takes a request with no body and no Content-Type as no body; a body of another type is 400", async () => {
+      const t = await seedTenant(h);
+      const res = await h.request("/api/projects/folder/session", { method: "POST", token: t.token });
+      expect(res.status < 300 || (await res.clone().json()).field === "sizeBytes", await res.text()).toBe(true);
+      const text = await h.request("/api/projects/folder/session", { method: "POST", token: t.token, body: "name=x", headers: { "content-type": "text/plain" } });
+      expect((await expectProblem(text, 400)).detail).toMatch(/Content-Type: application\/json/);
+    });
   });
 }
