@@ -8,7 +8,7 @@
  * through an HTTP e-mail API; OUTBOUND_ALLOW_PRIVATE only for local development.
  *
  * Folder uploads: presigned PUTs to S3-compatible storage (R2's S3 API, S3, …):
- * S3_ENDPOINT, S3_BUCKET, S3_REGION (default `auto`), S3_PREFIX (default
+ * S3_ENDPOINT, S3_BUCKET, S3_REGION (default `us-east-1`, as on Node), S3_PREFIX (default
  * `uploads/`), and the secrets S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY. The cron
  * trigger also removes expired upload sessions and their objects.
  *
@@ -25,7 +25,7 @@ import { jsonLogger } from "../shared/http/logger";
 import { createEmailApiMailer } from "../shared/outbound/email-api";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import type { Mailer, Outbound } from "../shared/outbound/types";
-import { createS3Storage } from "../shared/storage/s3";
+import { createS3Storage, DEFAULT_S3_REGION } from "../shared/storage/s3";
 import type { UploadStorage } from "../shared/storage/types";
 import { createApp } from "./app";
 import { sweepExpiredUploads } from "./projects/folder/sweep";
@@ -43,7 +43,7 @@ const Bindings = z.object({
   EMAIL_FROM: z.string().min(3).optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false"]).optional(),
   S3_ENDPOINT: z.string().url().optional(),
-  S3_REGION: z.string().min(1).default("auto"),
+  S3_REGION: z.string().min(1).default(DEFAULT_S3_REGION),
   S3_BUCKET: z.string().min(1).optional(),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),

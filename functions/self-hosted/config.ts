@@ -1,6 +1,6 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
 import { z } from "zod";
-import type { S3Settings } from "../../shared/storage/s3";
+import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -21,7 +21,7 @@ const EnvSchema = z.object({
   OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
   PUBLIC_URL: z.string().url().optional(),
   S3_ENDPOINT: z.string().url().optional(),
-  S3_REGION: z.string().min(1).default("us-east-1"),
+  S3_REGION: z.string().min(1).default(DEFAULT_S3_REGION),
   S3_BUCKET: z.string().min(1).optional(),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),

@@ -6,35 +6,31 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { AuthCache } from "../../shared/auth/auth-cache";
-import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
-import type { RequestServices } from "../../shared/http/context";
 import { jsonLogger, silentLogger } from "../../shared/http/logger";
-import { createEmailApiMailer } from "../../shared/outbound/email-api";
-import { createNodeOutbound } from "../../shared/outbound/node";
-import { createSmtpMailer } from "../../shared/outbound/smtp";
-import type { Mailer } from "../../shared/outbound/types";
-import { createDiskStorage } from "../../shared/storage/disk";
-import { nodeGunzip } from "../../shared/storage/gunzip-node";
-import { createS3Storage } from "../../shared/storage/s3";
 import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
-import { createDeliveryEngine } from "../notifications/delivery/engine";
 import type { NodeConfig } from "./config";
 import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
 import { bindHttpServer } from "./http-server";
-import { relayRouter } from "./uploads/relay";
-import { startUploadSweeper } from "./uploads/sweeper";
+import { createNodeServices } from "./services";
 
 export interface RunningServer {
   url: string;
   close(): Promise<void>;
 }
 
-export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log): Promise<RunningServer> {
+/**
+ * `startedAt` (a `performance.now()` time, default: now) is where the printed
+ * "ready in" counts from; the entry point passes 0, the process's start.
+ */
+export async function startSelfHosted(
+  config: NodeConfig,
+  print: (line: string) => void = console.log,
+  startedAt = performance.now(),
+): Promise<RunningServer> {
   // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
   checkDataDir(config.dataDir);
   const http = await bindHttpServer({ port: config.port, host: config.host });
@@ -63,37 +59,13 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     }
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
-    // Notifications: SSRF-guarded outbound HTTP, e-mail, and the in-process delivery engine polling the outbox.
-    const outbound = createNodeOutbound({ allowPrivate: config.outboundAllowPrivate });
-    const smtp = config.smtpUrl ? createSmtpMailer({ url: config.smtpUrl, from: config.emailFrom }) : undefined;
-    const mailer: Mailer | undefined =
-      smtp ?? (config.emailApiKey ? createEmailApiMailer({ apiKey: config.emailApiKey, url: config.emailApiUrl, from: config.emailFrom }) : undefined);
-    const engine = createDeliveryEngine({ db: database.db, keyring, transports: { outbound, mailer }, logger });
-
-    // Token lookups are cached, evicted by the database's change notifications.
-    const authCache = new AuthCache();
-    const authFeed = "client" in database ? await listenPglite(database.client, authCache) : await listenPostgres(config.databaseUrl!, authCache);
-
-    // Folder uploads: presigned to S3 when configured, else relayed to DATA_DIR/uploads (the relay route exists only then).
-    const uploads = config.s3 ? createS3Storage(config.s3) : createDiskStorage({ dir: join(config.dataDir, "uploads"), publicUrl: config.publicUrl });
-
-    const services: RequestServices = {
-      authCache,
-      uploads,
-      gunzip: nodeGunzip,
-      db: database.db,
-      keyring,
-      config: { mode: "self-hosted", sharedDomain: config.sharedDomain },
-      outbound,
-      mailer,
-      wakeDeliveries: () => engine.wake(),
-    };
-    const app = createApp({ services: () => services, logger, extraRouters: uploads.kind === "relay" ? [relayRouter(uploads)] : [] });
+    const node = await createNodeServices(config, database, keyring, logger);
+    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
     http.serve(app.fetch);
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
-    print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url}`);
-    engine.start();
-    const sweeper = startUploadSweeper({ db: database.db, uploads, logger });
+    const readyIn = ((performance.now() - startedAt) / 1000).toFixed(1);
+    print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url} (ready in ${readyIn} s)`);
+    node.start();
 
     let closing: Promise<void> | undefined;
     return {
@@ -102,10 +74,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
         (closing ??= (async () => {
           await http.close();
           // Sends in flight finish and are recorded before the database closes.
-          await engine.stop();
-          await sweeper.stop();
-          smtp?.close();
-          await authFeed.stop();
+          await node.close();
           await database.close();
           // Files the embedded database created while running are made private too.
           if (!config.databaseUrl) makeTreePrivate(pgliteDir);

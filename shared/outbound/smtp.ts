@@ -1,9 +1,10 @@
 /**
  * E-mail over SMTP (the Node adapter, `SMTP_URL`, e.g. `smtp://user:pass@host:587`
  * or `smtps://…:465`), through nodemailer. The server's reply text is never
- * echoed: failures carry the SMTP code only.
+ * echoed: failures carry the SMTP code only. nodemailer is loaded on the first
+ * send, so a start with SMTP configured does not wait for it.
  */
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 import { DEFAULT_TIMEOUT_MS, type Mailer, type OutboundResult } from "./types";
 
 export interface SmtpMailerOptions {
@@ -14,16 +15,20 @@ export interface SmtpMailerOptions {
 
 export function createSmtpMailer(options: SmtpMailerOptions): Mailer & { close(): void } {
   const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const transport = nodemailer.createTransport({
-    url: options.url,
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
-  } as never);
+  let transport: Transporter | undefined;
+  let closed = false;
+  const open = async () =>
+    (transport ??= (await import("nodemailer")).default.createTransport({
+      url: options.url,
+      connectionTimeout: timeout,
+      greetingTimeout: timeout,
+      socketTimeout: timeout,
+    } as never));
   return {
     async send(message): Promise<OutboundResult> {
+      if (closed) return { ok: false, retryable: true, error: "The mailer is closed" };
       try {
-        await transport.sendMail({ from: options.from, to: message.to, subject: message.subject, text: message.text, html: message.html });
+        await (await open()).sendMail({ from: options.from, to: message.to, subject: message.subject, text: message.text, html: message.html });
         return { ok: true, status: 250 };
       } catch (e) {
         const err = e as { responseCode?: number; code?: string };
@@ -39,6 +44,9 @@ export function createSmtpMailer(options: SmtpMailerOptions): Mailer & { close()
         return { ok: false, retryable: true, error: `Could not reach the mail server${err.code ? ` (${err.code})` : ""}` };
       }
     },
-    close: () => transport.close(),
+    close: () => {
+      closed = true;
+      transport?.close();
+    },
   };
 }

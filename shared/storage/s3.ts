@@ -4,12 +4,19 @@
  * too and sent with fetch: the SDK's error parsing needs DOMParser, which workerd
  * lacks, and fetch streams the body natively on both runtimes. The client options
  * are the ones local S3 servers need too: path-style addressing and checksums
- * only when an operation requires them (TOOLCHAIN.md).
+ * only when an operation requires them (TOOLCHAIN.md). The SDK is loaded on first
+ * use, so a server without S3 configured never loads it (start-up time).
  */
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { GZIP_TYPE, OBJECT_KEY } from "./limits";
 import type { PresignedStorage, StoredUpload } from "./types";
+
+/**
+ * S3_REGION when unset, on both runtimes: the region SigV4 signs for. `us-east-1` is
+ * AWS's default region and MinIO's, and R2 takes it as an alias of its `auto`; a
+ * bucket on AWS in another region needs its own region set.
+ */
+export const DEFAULT_S3_REGION = "us-east-1";
 
 export interface S3Settings {
   /** e.g. `https://<account>.r2.cloudflarestorage.com`, `https://s3.eu-west-1.amazonaws.com`, `http://127.0.0.1:9000`. */
@@ -36,15 +43,25 @@ async function failure(res: Response, what: string): Promise<Error> {
   return new Error(`object storage ${what} failed: HTTP ${res.status}${code ? ` ${code}` : ""}`);
 }
 
+async function loadSdk() {
+  const [s3, presigner] = await Promise.all([import("@aws-sdk/client-s3"), import("@aws-sdk/s3-request-presigner")]);
+  return { ...s3, getSignedUrl: presigner.getSignedUrl };
+}
+
 export function createS3Storage(settings: S3Settings): PresignedStorage {
-  const client = new S3Client({
-    endpoint: settings.endpoint,
-    region: settings.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-  });
+  let loaded: Promise<{ sdk: Awaited<ReturnType<typeof loadSdk>>; client: S3Client }> | undefined;
+  const load = () =>
+    (loaded ??= loadSdk().then((sdk) => ({
+      sdk,
+      client: new sdk.S3Client({
+        endpoint: settings.endpoint,
+        region: settings.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+      }),
+    })));
   const prefix = settings.prefix ?? "uploads/";
   const Bucket = settings.bucket;
   const objectKey = (key: string) => prefix + checkedKey(key);
@@ -53,9 +70,10 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
     kind: "presigned",
     async presign({ key, sizeBytes, now, expiresInSeconds }) {
       if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 1) throw new Error(`refusing to presign an upload of ${sizeBytes} bytes`);
-      const command = new PutObjectCommand({ Bucket, Key: objectKey(key), ContentType: GZIP_TYPE, ContentLength: sizeBytes });
+      const { sdk, client } = await load();
+      const command = new sdk.PutObjectCommand({ Bucket, Key: objectKey(key), ContentType: GZIP_TYPE, ContentLength: sizeBytes });
       // Both are signed explicitly (the presigner leaves content-type out by default): the storage refuses another type or size.
-      const url = await getSignedUrl(client, command, {
+      const url = await sdk.getSignedUrl(client, command, {
         expiresIn: expiresInSeconds,
         signingDate: now,
         signableHeaders: new Set(["content-type", "content-length"]),
@@ -64,7 +82,8 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
       return { url, absoluteUrl: url, method: "PUT", headers, requiresAuth: false };
     },
     async open(key): Promise<StoredUpload | null> {
-      const url = await getSignedUrl(client, new GetObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
+      const { sdk, client } = await load();
+      const url = await sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
       const res = await fetch(url);
       if (res.status === 404) {
         await res.body?.cancel();
@@ -74,7 +93,8 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
       return { size: Number(res.headers.get("content-length") ?? 0), body: res.body as ReadableStream<Uint8Array> };
     },
     async remove(key) {
-      const url = await getSignedUrl(client, new DeleteObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
+      const { sdk, client } = await load();
+      const url = await sdk.getSignedUrl(client, new sdk.DeleteObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
       const res = await fetch(url, { method: "DELETE" });
       // S3 answers 204 whether or not the object existed; some compatible stores answer 404.
       if (!res.ok && res.status !== 404) throw await failure(res, "delete");

@@ -2,8 +2,8 @@
  * The self-hosted Node adapter as an operator meets it: first start on an empty
  * data dir, the owner token, the data-dir lock, restarts, Postgres mode, signals.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,10 @@ import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { DataDirLockedError, DataDirPermissionsError } from "../../functions/self-hosted/data-dir";
 import { PortInUseError } from "../../functions/self-hosted/http-server";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
+import { DEFAULT_S3_REGION } from "../../shared/storage/s3";
+import { expectStatus, seedTenant, useHarness } from "../support/harness";
+import { pgliteHarness } from "../support/node-harness";
+import { startHttpReceiver } from "../support/receivers";
 import { freshDatabase } from "../support/fresh-database";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 import pg from "pg";
@@ -222,7 +226,8 @@ describe("self-hosted adapter on Postgres", () => {
 describe("npm start process", () => {
   function launch(dir: string, env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
     let out = "";
-    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+    // What `npm start` runs: the launcher, serving the compiled bundle (built first if stale).
+    const child = spawn(process.execPath, ["functions/start.mjs"], {
       env: { ...process.env, DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent", DATABASE_URL: "", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -266,4 +271,193 @@ describe("npm start process", () => {
     expect(run.output()).not.toMatch(/EADDRINUSE|First start|wsp_/);
     expect(existsSync(dir)).toBe(false);
   }, 60_000);
+
+  it("prints how long start-up took on the start line", async () => {
+    const run = launch(tempDir());
+    await waitFor(() => run.output().includes("listening on"), "the server to listen");
+    expect(run.output()).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ \(ready in \d+\.\d s\)/);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+  }, 60_000);
+
+  /** The pids of `pid`'s children. */
+  const childrenOf = (pid: number) =>
+    spawnSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" })
+      .stdout.split("\n")
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0);
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  /** `npm start` in a process group of its own; resolves once it serves, with npm's pid and the pid npm started. */
+  async function npmStart(dir: string) {
+    let out = "";
+    const npm = spawn("npm", ["start"], {
+      env: { ...process.env, DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent", DATABASE_URL: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    npm.stdout!.on("data", (d) => (out += d));
+    npm.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<void>((resolve) => npm.once("exit", () => resolve()));
+    cleanups.push(() => {
+      try {
+        process.kill(-npm.pid!, "SIGKILL");
+      } catch {
+        // Nothing left.
+      }
+    });
+    await waitFor(() => out.includes("listening on"), "npm start to listen");
+    const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+    const [server, ...more] = childrenOf(npm.pid!);
+    expect(more).toEqual([]);
+    return { npm, server: server!, url, exited, output: () => out };
+  }
+
+  async function expectStoppedCleanly(run: Awaited<ReturnType<typeof npmStart>>, dir: string) {
+    await run.exited;
+    await waitFor(() => !alive(run.server), "the server process to exit", 15_000);
+    await expect(fetch(`${run.url}/api/me`)).rejects.toThrow();
+    expect(existsSync(join(dir, ".lock"))).toBe(false);
+    expect(run.output()).toContain("SIGTERM: shutting down");
+    // Nothing of the group is left (npm, a shell, a loader, the server).
+    expect(() => process.kill(-run.npm.pid!, 0)).toThrow();
+  }
+
+  it("npm start runs the server as the process npm starts, and SIGTERM to it stops everything and releases the lock", async () => {
+    const dir = tempDir();
+    const run = await npmStart(dir);
+    // No shell or loader in between: the process npm started is the server itself.
+    const cmdline = readFileSync(`/proc/${run.server}/cmdline`, "utf8").split("\0");
+    expect(cmdline.slice(1, 2)).toEqual(["functions/start.mjs"]);
+    expect(childrenOf(run.server)).toEqual([]);
+    process.kill(run.server, "SIGTERM");
+    await expectStoppedCleanly(run, dir);
+  }, 90_000);
+
+  it("SIGTERM to npm itself stops the server too and releases the lock", async () => {
+    const dir = tempDir();
+    const run = await npmStart(dir);
+    process.kill(run.npm.pid!, "SIGTERM");
+    await expectStoppedCleanly(run, dir);
+  }, 90_000);
+
+  it("does not load the AWS SDK or nodemailer at start, even with S3 and SMTP configured", async () => {
+    const dir = tempDir();
+    const log = join(dir, "loaded");
+    const hook = join(dir, "hook.mjs");
+    writeFileSync(
+      hook,
+      `import { registerHooks } from "node:module"; import { appendFileSync } from "node:fs";
+registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); appendFileSync(${JSON.stringify(log)}, r.url + "\\n"); return r; } });`,
+    );
+    let out = "";
+    const child = spawn(process.execPath, ["--import", hook, "functions/start.mjs"], {
+      env: {
+        ...process.env,
+        DATA_DIR: join(dir, "data"),
+        PORT: "0",
+        LOG_LEVEL: "silent",
+        DATABASE_URL: "",
+        SMTP_URL: "smtp://127.0.0.1:1",
+        S3_ENDPOINT: "http://127.0.0.1:1",
+        S3_BUCKET: "b",
+        S3_ACCESS_KEY_ID: "k",
+        S3_SECRET_ACCESS_KEY: "s",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout!.on("data", (d) => (out += d));
+    child.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    cleanups.push(() => void (child.exitCode === null && child.kill("SIGKILL")));
+    await waitFor(() => out.includes("listening on"), "the server to listen");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const loaded = readFileSync(log, "utf8");
+    expect(loaded).toContain("/dist/node/server.mjs");
+    expect(loaded).toContain("@electric-sql/pglite");
+    expect(loaded).not.toMatch(/@aws-sdk|nodemailer/);
+  }, 60_000);
+});
+
+describe("the npm start launcher", () => {
+  /** A project of its own: the launcher, an entry that prints what shared/ holds, and the repository's node_modules. */
+  function project() {
+    const root = tempDir();
+    mkdirSync(join(root, "functions"));
+    mkdirSync(join(root, "shared"));
+    copyFileSync("functions/start.mjs", join(root, "functions", "start.mjs"));
+    writeFileSync(join(root, "functions", "node.ts"), `import { version } from "../shared/version";\nconsole.log("running " + version);\n`);
+    writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module" }));
+    symlinkSync(join(process.cwd(), "node_modules"), join(root, "node_modules"));
+    const version = (v: string) => writeFileSync(join(root, "shared", "version.ts"), `export const version: string = "${v}";\n`);
+    const run = () => {
+      const r = spawnSync(process.execPath, [join(root, "functions", "start.mjs")], { encoding: "utf8" });
+      expect(r.stderr).toBe("");
+      return r.stdout.trim();
+    };
+    const bundleTime = () => statSync(join(root, "dist", "node", "server.mjs")).mtimeMs;
+    return { version, run, bundleTime };
+  }
+
+  it("builds on first start, reuses the build while nothing changed, and rebuilds after any change", async () => {
+    const p = project();
+    p.version("one");
+    expect(p.run()).toBe("running one");
+    const built = p.bundleTime();
+    expect(p.run()).toBe("running one");
+    expect(p.bundleTime()).toBe(built);
+    // Same length, same second: only the content differs.
+    p.version("two");
+    expect(p.run()).toBe("running two");
+  }, 60_000);
+});
+
+describe("the test harness", () => {
+  const h = useHarness(pgliteHarness);
+
+  it("runs the services npm start builds: the guarded outbound client, private networks allowed as configured", async () => {
+    const t = await seedTenant(h);
+    const receiver = await startHttpReceiver();
+    cleanups.push(() => receiver.close());
+    const send = (method: string, path: string, json?: unknown) => h.request(`/api/notifications${path}`, { method, token: t.token, json });
+    const local = await expectStatus(await send("POST", "/channels", { kind: "webhook", label: "local", config: { url: `${receiver.origin}/hook` } }), 201);
+    expect(await expectStatus(await send("POST", `/channels/${local.id}/test`), 200)).toMatchObject({ delivered: true, statusCode: 200 });
+    expect(receiver.recorder.hits).toHaveLength(1);
+    // Metadata addresses stay refused whatever OUTBOUND_ALLOW_PRIVATE says.
+    const metadata = await expectStatus(await send("POST", "/channels", { kind: "webhook", label: "meta", config: { url: "http://169.254.169.254/hook" } }), 201);
+    const refused = await expectStatus(await send("POST", `/channels/${metadata.id}/test`), 200);
+    expect(refused).toMatchObject({ delivered: false, statusCode: null });
+  });
+
+  it("wakes the delivery engine when an event queues sends, as npm start does", async () => {
+    const t = await seedTenant(h);
+    const receiver = await startHttpReceiver();
+    cleanups.push(() => receiver.close());
+    const send = (method: string, path: string, json?: unknown) => h.request(`/api/notifications${path}`, { method, token: t.token, json });
+    const c = await expectStatus(await send("POST", "/channels", { kind: "webhook", label: "hook", config: { url: `${receiver.origin}/hook` } }), 201);
+    await expectStatus(await send("PATCH", `/channels/${c.id}`, { verified: true }), 200);
+    await expectStatus(await send("PUT", "/subscriptions", { category: "deploy.failed", channelId: c.id, enabled: true }), 200);
+    await expectStatus(await send("POST", "/events", { category: "deploy.failed", title: "Deploy failed", message: "exit 1" }), 202);
+    // No drain from the test: the running engine delivers it.
+    const deadline = Date.now() + 10_000;
+    while (receiver.recorder.hits.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(receiver.recorder.hits).toHaveLength(1);
+  });
+});
+
+describe("S3_REGION", () => {
+  it("defaults to the one region both runtimes share", () => {
+    const s3 = { S3_ENDPOINT: "http://127.0.0.1:9000", S3_BUCKET: "b", S3_ACCESS_KEY_ID: "k", S3_SECRET_ACCESS_KEY: "s" };
+    expect(DEFAULT_S3_REGION).toBe("us-east-1");
+    expect(loadNodeConfig(s3).s3?.region).toBe(DEFAULT_S3_REGION);
+    expect(loadNodeConfig({ ...s3, S3_REGION: "auto" }).s3?.region).toBe("auto");
+  });
 });

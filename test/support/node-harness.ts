@@ -3,47 +3,56 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
-import { AuthCache } from "../../shared/auth/auth-cache";
-import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
 import { createKeyring } from "../../shared/crypto/keyring";
-import { openPglite } from "../../shared/db/pglite";
-import { openPostgres } from "../../shared/db/postgres";
-import type { Db } from "../../shared/db/types";
-import type { RequestServices } from "../../shared/http/context";
+import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
+import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
 import { jsonLogger } from "../../shared/http/logger";
-import { createDiskStorage } from "../../shared/storage/disk";
-import { nodeGunzip } from "../../shared/storage/gunzip-node";
 import { createApp } from "../../functions/app";
-import { relayRouter } from "../../functions/self-hosted/uploads/relay";
+import { loadNodeConfig } from "../../functions/self-hosted/config";
+import { createNodeServices, type NodeServiceOverrides } from "../../functions/self-hosted/services";
 import { sweepUploadsOnce } from "../../functions/self-hosted/uploads/sweeper";
 import { buildRequest, PostgresUnavailable, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
 /** Services a suite may inject (the notifications suites: outbound HTTP to loopback receivers, e-mail; folder uploads: presigned storage). */
-export type HarnessServices = Pick<RequestServices, "outbound" | "mailer" | "wakeDeliveries" | "uploads">;
+export type HarnessServices = NodeServiceOverrides;
 
+/**
+ * The app over `database` with the services `npm start` builds (createNodeServices), from
+ * the configuration an operator would give: the suites' receivers listen on loopback
+ * (OUTBOUND_ALLOW_PRIVATE), uploads are relayed to a data directory of the harness's own.
+ *
+ * The background work (delivery engine polling, upload sweeper) runs as in production on
+ * PGlite, whose database is the harness's own; not on Postgres, whose database every test
+ * file shares (an engine there would take other files' sends), nor when a suite injects
+ * wakeDeliveries (it drives delivery itself).
+ */
 async function nodeHarness(
   runtime: Harness["runtime"],
-  db: Db,
-  close: () => Promise<void>,
+  database: PgliteDatabase | PostgresDatabase,
+  databaseUrl: string | undefined,
   realConcurrency: boolean,
-  extras: HarnessServices & Pick<RequestServices, "authCache"> = {},
+  overrides: HarnessServices = {},
 ): Promise<Harness> {
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
   const logger = jsonLogger((line) => logs.push(line));
-  // Like the adapter: folder uploads relayed to a data directory of its own, unless presigned storage is injected.
-  const uploadDir = mkdtempSync(join(tmpdir(), "ws-uploads-"));
-  const uploads = extras.uploads ?? createDiskStorage({ dir: uploadDir });
-  const app = createApp({
-    services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" }, ...extras, uploads, gunzip: nodeGunzip }),
-    logger,
-    extraRouters: uploads.kind === "relay" ? [relayRouter(uploads)] : [],
+  const dataDir = mkdtempSync(join(tmpdir(), "ws-harness-"));
+  const config = loadNodeConfig({
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    SECRET_KEYS: TEST_SECRET_KEYS,
+    SHARED_DOMAIN: "apps.test",
+    OUTBOUND_ALLOW_PRIVATE: "true",
   });
+  const node = await createNodeServices(config, database, keyring, logger, overrides);
+  if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();
+  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+  const uploads = node.services.uploads!;
   const harness = {
     runtime,
     realConcurrency,
-    db,
+    db: database.db,
     keyring,
     logs,
     request: async (path, init) => app.fetch(buildRequest(path, init)),
@@ -52,38 +61,26 @@ async function nodeHarness(
     /** The upload store behind the sessions (to check what is kept and removed). */
     uploadStore: uploads,
     /** The adapter's upload sweep, once. */
-    sweepUploads: (now = new Date()) => sweepUploadsOnce(db, uploads, now, logger),
+    sweepUploads: (now = new Date()) => sweepUploadsOnce(database.db, uploads, now, logger),
     close: async () => {
-      await close();
-      rmSync(uploadDir, { recursive: true, force: true });
+      await node.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   } satisfies Harness & Record<string, unknown>;
   return harness;
 }
 
-// Like the real adapter, the harnesses cache token lookups, fed by the database's change notifications.
-async function openPgliteHarness(extras?: HarnessServices): Promise<Harness> {
+async function openPgliteHarness(overrides?: HarnessServices): Promise<Harness> {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
-  const authCache = new AuthCache();
-  const feed = await listenPglite(database.client, authCache);
-  const close = async () => {
-    await feed.stop();
-    await database.close();
-  };
-  return nodeHarness("node-pglite", database.db, close, false, { ...extras, authCache });
+  return nodeHarness("node-pglite", database, undefined, false, overrides);
 }
 
-async function openPostgresHarness(extras?: HarnessServices): Promise<Harness> {
+async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness> {
   if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
-  const authCache = new AuthCache();
-  const feed = await listenPostgres(inject("pgUrl"), authCache);
-  const close = async () => {
-    await feed.stop();
-    await database.close();
-  };
-  return nodeHarness("node-postgres", database.db, close, inject("pgKind") === "postgres", { ...extras, authCache });
+  return nodeHarness("node-postgres", database, inject("pgUrl"), inject("pgKind") === "postgres", overrides);
 }
 
 export const pgliteHarness: HarnessFactory = Object.assign(() => openPgliteHarness(), { realConcurrency: () => false });

@@ -1,0 +1,101 @@
+/**
+ * `npm start`: runs the self-hosted server (functions/node.ts) from compiled
+ * JavaScript, in this very process (so signals reach the server itself).
+ *
+ * The bundle lives in dist/node/ (gitignored) with a stamp: the SHA-256 of every
+ * file under functions/ and shared/ plus package.json and package-lock.json. When
+ * the stamp differs (first start, a code change, a dependency update) the bundle
+ * is rebuilt with esbuild before it is run, so a stale build never runs.
+ * Dependencies stay in node_modules (imported, not bundled).
+ *
+ *   node functions/start.mjs                  build if stale, then serve
+ *   node functions/start.mjs --build-only     build if stale, then exit
+ *   node functions/start.mjs --build-only --force   rebuild whatever the stamp
+ */
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+// Two levels below the root, like the sources: paths the code builds from import.meta.url (migrations/) still resolve.
+const OUT_DIR = join(ROOT, "dist", "node");
+const BUNDLE = join(OUT_DIR, "server.mjs");
+const STAMP = join(OUT_DIR, "stamp");
+const INPUT_DIRS = ["functions", "shared"];
+const INPUT_FILES = ["package.json", "package-lock.json"];
+/**
+ * Dependencies are bundled too (resolving hundreds of small ES modules at every
+ * start costs more than the code), except: PGlite (loads its wasm and data files
+ * beside its modules), what is loaded only when configured (AWS SDK, nodemailer),
+ * optional native add-ons, and the Worker's Text-module import of the docs script
+ * (read from node_modules on Node, never loaded here).
+ */
+const EXTERNAL = ["@electric-sql/pglite", "@aws-sdk/*", "nodemailer", "pg-native", "bufferutil", "utf-8-validate", "*/standalone.js"];
+
+/** The stamp of the sources as they are now: a hash of every input file's path and content. */
+function sourceStamp() {
+  const hash = createHash("sha256");
+  const files = [...INPUT_FILES];
+  for (const dir of INPUT_DIRS) {
+    for (const entry of readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })) {
+      if (entry.isFile()) files.push(relative(ROOT, join(entry.parentPath, entry.name)));
+    }
+  }
+  for (const file of files.sort()) {
+    let content;
+    try {
+      content = readFileSync(join(ROOT, file));
+    } catch {
+      content = Buffer.alloc(0); // package-lock.json may be absent
+    }
+    hash.update(`${file}\0${content.length}\0`).update(content);
+  }
+  return hash.digest("hex");
+}
+
+function readStamp() {
+  try {
+    return readFileSync(STAMP, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bundles functions/node.ts into dist/node/; every file is written aside then renamed, the stamp last. */
+async function build(stamp) {
+  const { build: esbuild } = await import("esbuild");
+  const result = await esbuild({
+    entryPoints: [join(ROOT, "functions", "node.ts")],
+    outfile: BUNDLE,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    external: EXTERNAL,
+    // CommonJS dependencies bundled into this ES module still call require().
+    banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+    sourcemap: "linked",
+    write: false,
+    logLevel: "error",
+  });
+  mkdirSync(OUT_DIR, { recursive: true });
+  const suffix = `.${process.pid}.tmp`;
+  for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);
+  for (const file of result.outputFiles) renameSync(file.path + suffix, file.path);
+  writeFileSync(STAMP + suffix, stamp + "\n");
+  renameSync(STAMP + suffix, STAMP);
+}
+
+const args = process.argv.slice(2);
+const stamp = sourceStamp();
+if (args.includes("--force") || readStamp() !== stamp) {
+  try {
+    await build(stamp);
+  } catch (e) {
+    rmSync(STAMP, { force: true });
+    console.error(`Could not build the server into ${relative(ROOT, OUT_DIR)}/: ${e instanceof Error ? e.message : e}`);
+    process.exit(1);
+  }
+}
+if (!args.includes("--build-only")) await import(pathToFileURL(BUNDLE).href);
