@@ -92,9 +92,12 @@ function hasJsonType(c: Context<AppEnv>): boolean {
   return JSON_TYPE.test((c.req.header("content-type") ?? "").split(";")[0]!.trim());
 }
 
+/** Hono caches body reads as promises (its type says plain values). */
+type BodyPromises = { text?: Promise<string>; arrayBuffer?: Promise<ArrayBuffer> };
+
 /** Hands the checked text to the validator (the stream itself has been read). */
 function provide(c: Context<AppEnv>, text: string) {
-  c.req.bodyCache.text = Promise.resolve(text);
+  (c.req.bodyCache as BodyPromises).text = Promise.resolve(text);
 }
 
 /** A required JSON object body of at most `limit` bytes. */
@@ -118,7 +121,7 @@ export function optionalJsonBody(limit = MAX_JSON_BODY_BYTES): MiddlewareHandler
     const text = await readBodyText(c.req.raw, limit);
     if (text.trim() === "") {
       // Read as no body at all by what follows (the OpenAPI validator looks for a body it can no longer read).
-      c.req.bodyCache.arrayBuffer = Promise.resolve(new ArrayBuffer(0));
+      (c.req.bodyCache as BodyPromises).arrayBuffer = Promise.resolve(new ArrayBuffer(0));
       provide(c, "{}");
       return next();
     }
