@@ -263,7 +263,7 @@ let child: ChildProcess | undefined;
 let cleaning: Promise<void> | undefined;
 
 function cleanup(): Promise<void> {
-  return (cleaning ??= (async () => {
+  cleaning ??= (async () => {
     running?.stop();
     if (child) await stopServer(child).catch((e) => console.error("bench: stopping the server failed:", e));
     if (created) {
@@ -271,7 +271,8 @@ function cleanup(): Promise<void> {
         console.error(`bench: dropping database ${dbName} failed:`, e),
       );
     }
-  })());
+  })();
+  return cleaning;
 }
 
 async function main(): Promise<void> {

@@ -75,7 +75,10 @@ async function timeStart(argv: string[], env: Record<string, string>): Promise<R
   const code = await exited;
   const stopMs = performance.now() - stopping;
   const leftServing = await fetch(`http://127.0.0.1:${port}/api/me`).then(
-    (res) => (res.body?.cancel(), true),
+    (res) => {
+      res.body?.cancel();
+      return true;
+    },
     () => false,
   );
   try {

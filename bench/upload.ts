@@ -60,7 +60,7 @@ async function scanOnly(file: string, which: string) {
   const gunzip = which === "web" ? webGunzip : nodeGunzip;
   const archive = await readArchive(body, { limits: SCAN_LIMITS, manifestNames: MANIFEST_NAMES, gunzip });
   const ms = performance.now() - started;
-  process.stdout.write(JSON.stringify({ ms, files: archive.files, baseline, peak: process.resourceUsage().maxRSS * 1024 }) + "\n");
+  process.stdout.write(`${JSON.stringify({ ms, files: archive.files, baseline, peak: process.resourceUsage().maxRSS * 1024 })}\n`);
 }
 
 /* ---------- fixture ---------- */
@@ -71,14 +71,14 @@ function header(name: string, size: number): Buffer {
   block.write("0000644\0", 100);
   block.write("0001750\0", 108);
   block.write("0001750\0", 116);
-  block.write(size.toString(8).padStart(11, "0") + "\0", 124);
+  block.write(`${size.toString(8).padStart(11, "0")}\0`, 124);
   block.write("14547123720\0", 136);
   block.fill(0x20, 148, 156);
   block[156] = 0x30;
   block.write("ustar\u000000", 257);
   let sum = 0;
   for (const b of block) sum += b;
-  block.write(sum.toString(8).padStart(6, "0") + "\0 ", 148);
+  block.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
   return block;
 }
 

@@ -7,6 +7,7 @@
  */
 import { Scalar } from "@scalar/hono-api-reference";
 import type { Context, Hono } from "hono";
+import type { AppEnv } from "../shared/http/context";
 
 export const DOCS_PATH = "/api/docs";
 export const DOCS_ASSET_PATH = "/api/docs/assets/standalone.js";
@@ -90,14 +91,16 @@ async function renderPage(c: Context, asset: Asset): Promise<Page> {
 }
 
 /** Mounts the reference page and its script on `app`. */
-export function mountDocs(app: Hono<any>): void {
+export function mountDocs(app: Hono<AppEnv>): void {
   let asset: Promise<Asset> | undefined;
   let page: Promise<Page> | undefined;
-  const loadAsset = () =>
-    (asset ??= readStandalone().then(async (text) => ({ text, version: hex(await sha256(text)).slice(0, 16) }))).catch((e) => {
+  const loadAsset = () => {
+    asset ??= readStandalone().then(async (text) => ({ text, version: hex(await sha256(text)).slice(0, 16) }));
+    return asset.catch((e) => {
       asset = undefined;
       throw e;
     });
+  };
 
   app.get(DOCS_PATH, async (c) => {
     const current = await loadAsset();

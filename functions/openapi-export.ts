@@ -10,7 +10,7 @@ import { createApp } from "./app";
 // The document is generated from the route definitions alone: no database is opened.
 const app = createApp({ services: () => ({}) as never, logger: silentLogger });
 const res = await app.request("http://127.0.0.1:8787/api/openapi.json");
-const text = JSON.stringify(await res.json(), null, 2) + "\n";
+const text = `${JSON.stringify(await res.json(), null, 2)}\n`;
 const out = process.argv[2];
 if (out) {
   mkdirSync(dirname(out), { recursive: true });

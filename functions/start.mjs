@@ -83,7 +83,7 @@ async function build(stamp) {
   const suffix = `.${process.pid}.tmp`;
   for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);
   for (const file of result.outputFiles) renameSync(file.path + suffix, file.path);
-  writeFileSync(STAMP + suffix, stamp + "\n");
+  writeFileSync(STAMP + suffix, `${stamp}\n`);
   renameSync(STAMP + suffix, STAMP);
 }
 

@@ -115,9 +115,28 @@ async function upload(opts: DeployOptions, target: Target, file: string, size: n
   }
 }
 
+/** The scan's answer, as far as the CLI reads it (the rest is passed on to ensure as it came). */
+interface ScanAnswer extends Record<string, unknown> {
+  stack: string;
+  framework: string | null;
+  services: unknown[] | null;
+}
+
+/** The ensured project, as far as the summary reads it. */
+interface EnsuredAnswer extends Record<string, unknown> {
+  id: string;
+  name: string;
+  framework: string | null;
+  buildCommand: string | null;
+  status: string;
+  routes: { free: { hostname: string; state: string } };
+  services: Array<{ name: string }>;
+  uploadSessionId: string | null;
+}
+
 export interface DeployResult {
-  project: Record<string, any>;
-  scan: Record<string, any>;
+  project: EnsuredAnswer;
+  scan: ScanAnswer;
   created: boolean;
   files: number;
   tarballBytes: number;
@@ -143,13 +162,13 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
     const name = opts.name ?? basename(folder);
     const { body: target } = await call<Target>(opts, "/api/projects/folder/session", { name: name.slice(0, 255), sizeBytes: size });
     await upload(opts, target, tarball, size);
-    const { body: scan } = await call<Record<string, any>>(opts, `/api/projects/folder/scan/${target.sessionId}`, undefined);
+    const { body: scan } = await call<ScanAnswer>(opts, `/api/projects/folder/scan/${target.sessionId}`, undefined);
     opts.log(`Detected ${scan.stack} (${scan.framework})${scan.services ? `, ${scan.services.length} services` : ""}\n`);
 
     const fromScan = Object.fromEntries(
       (["framework", "buildCommand", "installCommand", "startCommand", "outputDirectory", "services"] as const).filter((k) => scan[k] !== null && scan[k] !== undefined).map((k) => [k, scan[k]]),
     );
-    const ensured = await call<Record<string, any>>(opts, "/api/projects/ensure", {
+    const ensured = await call<EnsuredAnswer>(opts, "/api/projects/ensure", {
       name,
       gitProvider: "upload",
       uploadSessionId: target.sessionId,
@@ -171,9 +190,9 @@ export function summary(result: DeployResult): string {
     ...(p.buildCommand ? [`  build       ${p.buildCommand}`] : []),
     `  route       https://${p.routes.free.hostname} (${p.routes.free.state})`,
     `  status      ${p.status}`,
-    ...(p.services.length ? [`  services    ${p.services.map((s: { name: string }) => s.name).join(", ")}`] : []),
+    ...(p.services.length ? [`  services    ${p.services.map((s) => s.name).join(", ")}`] : []),
     `  upload      ${p.uploadSessionId}`,
     "Start the first build with POST /api/deployments.",
   ];
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }

@@ -31,22 +31,25 @@ export interface Io {
   tty: boolean;
 }
 
+const parseCliArgs = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      api: { type: "string" },
+      token: { type: "string" },
+      org: { type: "string" },
+      name: { type: "string" },
+      project: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+
 export async function main(argv: string[], io: Io): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseCliArgs>;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        api: { type: "string" },
-        token: { type: "string" },
-        org: { type: "string" },
-        name: { type: "string" },
-        project: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
+    parsed = parseCliArgs(argv);
   } catch (e) {
     io.err(`${e instanceof Error ? e.message : String(e)}\n\n${USAGE}`);
     return 2;
@@ -78,7 +81,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       log: io.err,
       tty: io.tty,
     });
-    io.out(values.json ? JSON.stringify(result.project, null, 2) + "\n" : summary(result));
+    io.out(values.json ? `${JSON.stringify(result.project, null, 2)}\n` : summary(result));
     return 0;
   } catch (e) {
     if (e instanceof CliError) io.err(`Error: ${e.message}\n`);

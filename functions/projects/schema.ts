@@ -44,6 +44,7 @@ const GitName = z
 /** `git check-ref-format --branch`, the parts a branch name can break. */
 function isValidBranch(name: string): boolean {
   if (name.length === 0 || name.length > 255) return false;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: git refuses control characters in ref names, so this does too.
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
   if (name.includes("..") || name.includes("@{") || name.includes("//") || name === "@") return false;
   if (name.startsWith("/") || name.endsWith("/") || name.startsWith("-") || name.endsWith(".") || name.endsWith(".lock")) return false;

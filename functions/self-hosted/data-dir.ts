@@ -3,7 +3,7 @@
  * the first owner token live here. One process owns it at a time (PGlite does not
  * notice a second one opening the same files).
  */
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, type Stats, statSync, writeFileSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { generateKeySpec } from "../../shared/crypto/keyring";
@@ -16,7 +16,7 @@ export class DataDirPermissionsError extends Error {}
  * the keyring or the owner token). Creates nothing: a missing directory is fine here.
  */
 export function checkDataDir(dir: string): void {
-  let info;
+  let info: Stats;
   try {
     info = statSync(dir);
   } catch (e) {
@@ -104,7 +104,7 @@ export function loadOrCreateKeySpec(dir: string, fromEnv?: string): string {
   if (existsSync(path)) return readFileSync(path, "utf8").trim();
   ensurePrivateDir(dir);
   const spec = generateKeySpec("k1");
-  writeFileSync(path, spec + "\n", { mode: 0o600, flag: "wx" });
+  writeFileSync(path, `${spec}\n`, { mode: 0o600, flag: "wx" });
   return spec;
 }
 
@@ -117,7 +117,7 @@ export function writeOwnerToken(dir: string, token: string): string {
   const path = join(dir, "owner-token");
   const temp = `${path}.${randomUUID()}.tmp`;
   try {
-    writeFileSync(temp, token + "\n", { mode: 0o600, flag: "wx" });
+    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
     renameSync(temp, path);
   } catch (e) {
     rmSync(temp, { force: true });

@@ -48,7 +48,9 @@ export async function startSelfHosted(
     let savedTo: string | undefined;
     const boot = await bootstrapOwner(database.db, {
       token: config.ownerToken,
-      beforeCommit: config.ownerToken ? undefined : (b) => void (savedTo = writeOwnerToken(config.dataDir, b.token)),
+      beforeCommit: config.ownerToken ? undefined : (b) => {
+            savedTo = writeOwnerToken(config.dataDir, b.token);
+          },
     }).catch((e) => {
       if (savedTo) rmSync(savedTo, { force: true });
       throw e;

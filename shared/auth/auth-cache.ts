@@ -63,7 +63,10 @@ export class AuthCache {
     if (this.entries.size >= (this.opts.maxEntries ?? 10_000)) this.invalidate();
     this.entries.set(key, { row, storedAt: now });
     let keys = this.keysByUser.get(row.userId);
-    if (!keys) this.keysByUser.set(row.userId, (keys = new Set()));
+    if (!keys) {
+      keys = new Set();
+      this.keysByUser.set(row.userId, keys);
+    }
     keys.add(key);
   }
 

@@ -15,7 +15,10 @@ type Json = Record<string, unknown>;
  * means: drop it. Other flags have no JSON Schema form and are not used.
  */
 function fixPatterns(node: unknown): void {
-  if (Array.isArray(node)) return node.forEach(fixPatterns);
+  if (Array.isArray(node)) {
+    for (const child of node) fixPatterns(child);
+    return;
+  }
   if (node === null || typeof node !== "object") return;
   for (const [key, value] of Object.entries(node as Json)) {
     if (key === "pattern" && typeof value === "string") (node as Json)[key] = value.replace(/(?<!\\)\/[uv]$/, "");

@@ -7,6 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context";
 import { badRequest } from "./errors";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what this refuses.
 const UNSAFE = /[\u0000]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export const isUnsafeText = (s: string) => UNSAFE.test(s);

@@ -4,7 +4,7 @@
  * Raw zod output never reaches a client.
  */
 import type { z } from "@hono/zod-openapi";
-import { ApiError, badRequest } from "./errors";
+import { type ApiError, badRequest } from "./errors";
 
 type Issue = z.core.$ZodIssue;
 

@@ -84,7 +84,7 @@ export function createDiskStorage(opts: { dir: string; publicUrl?: string }): Di
       return found;
     },
     async removePath(path) {
-      if (!resolve(path).startsWith(dir + "/")) throw new Error("refusing a path outside the upload directory");
+      if (!resolve(path).startsWith(`${dir}/`)) throw new Error("refusing a path outside the upload directory");
       await rm(path, { force: true });
     },
   };

@@ -303,7 +303,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     const byKey = new Map<string, Take & { n: number }>();
     for (const send of batch) {
       const channel = rows.get(send.id)?.channel;
-      if (!channel || !channel.enabled || !channel.verified || channel.kind === "in_app" || send.attempts > policy.maxAttempts) continue;
+      if (!channel?.enabled || !channel.verified || channel.kind === "in_app" || send.attempts > policy.maxAttempts) continue;
       const takes = deliveryTakes(policy.limits, channel.orgId, channel.id, channel.kind);
       wanted.push({ send, takes });
       for (const t of takes) {

@@ -67,6 +67,7 @@ const NONE: Omit<Detection, "stack" | "framework"> = {
 /** A command only when it is one a project can store (one line, at most 1024 characters). */
 const command = (c: string | null | undefined) => (c && Command.safeParse(c).success ? c.trim() : null);
 
+// biome-ignore lint/suspicious/noExplicitAny: an uploaded manifest has any shape; every read below checks the type it uses.
 function json(text: string | undefined): Record<string, any> {
   if (!text) return {};
   try {

@@ -24,7 +24,7 @@ const route = defineRoute({
       "Environment values are stored encrypted and always read back masked. `services` omitted: the project's services are unchanged and the deploy step falls back to the services parsed for the session.",
     "An `uploadSessionId` already used by an ensure updates the same project again (a retry creates no duplicate); naming a different `projectId` for it is 409. " +
       `The session (and its upload) is kept ${ENSURED_TTL_MS / 60_000} minutes after the ensure for the deploy step. The session must have been scanned (else 400).`,
-    "One transaction: on any error nothing is changed. 201 when a project was created, 200 when one was updated. The body may be up to 8 MiB (services with their environment); larger: 413. " + STATUS_DOC,
+    `One transaction: on any error nothing is changed. 201 when a project was created, 200 when one was updated. The body may be up to 8 MiB (services with their environment); larger: 413. ${STATUS_DOC}`,
   ].join("\n\n"),
   permission: "project:write",
   // A compose project's services carry their environment values: more than the default 1 MiB.
