@@ -9,7 +9,7 @@ export default defineConfig({
         test: {
           name: "node",
           include: ["test/node/**/*.test.ts"],
-          globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts"],
+          globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },
@@ -24,7 +24,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts"],
+          globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },

@@ -23,7 +23,7 @@ export interface NodeOutboundOptions {
   resolve?: (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 }
 
-class RefusedAddress extends Error {
+export class RefusedAddress extends Error {
   constructor(readonly refusal: Refusal) {
     super(refusal.reason);
   }
@@ -31,7 +31,7 @@ class RefusedAddress extends Error {
 
 const systemResolve = (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
-function guardedLookup(allowPrivate: boolean, resolve: NonNullable<NodeOutboundOptions["resolve"]>): LookupFunction {
+export function guardedLookup(allowPrivate: boolean, resolve: NonNullable<NodeOutboundOptions["resolve"]>): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname).then(
       (addresses) => {
