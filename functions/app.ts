@@ -90,12 +90,10 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => problemResponse(c, new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`)));
 
-  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
-    .route("/", identityRouter)
-    .route("/", settingsRouter)
-    .route("/", projectsRouter)
-    .route("/", notificationsRouter);
-  for (const router of deps.extraRouters ?? []) api.route("/", router);
+  // Mounted one by one: chaining `.route()` would build a typed-client type of every route, which nothing uses and the typecheck pays for.
+  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, notificationsRouter, ...(deps.extraRouters ?? [])];
+  for (const router of routers) api.route("/", router);
   app.route("/api", api);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
@@ -113,4 +111,3 @@ export function createApp(deps: AppDeps) {
   return app;
 }
 
-export type App = ReturnType<typeof createApp>;
