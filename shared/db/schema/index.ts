@@ -11,3 +11,4 @@ export * from "./settings";
 export * from "./notifications";
 export * from "./projects";
 export * from "./rate-limits";
+export * from "./git";

@@ -14,7 +14,7 @@ export interface ProjectOptions {
   runtimeVersion?: string;
 }
 
-export const GIT_PROVIDERS = ["github", "gitlab", "bitbucket", "upload"] as const;
+export const GIT_PROVIDERS = ["github", "gitlab", "bitbucket", "gitea", "upload"] as const;
 export const ROUTING_STATES = ["pending", "synced", "offline"] as const;
 export const SLEEP_MODES = ["auto_sleep", "always_on"] as const;
 export const ENVIRONMENT_KINDS = ["production", "preview"] as const;
@@ -51,6 +51,16 @@ export const projects = pgTable(
     routingHost: text("routing_host"),
     routingLastAttemptAt: ts("routing_last_attempt_at"),
     routingSyncedAt: ts("routing_synced_at"),
+    /** The remote's default branch (its HEAD) as last seen by POST :id/git/link. */
+    gitDefaultBranch: text("git_default_branch"),
+    /** Set by POST :id/git/link (checked on the host); PATCH gitOwner/gitRepo leaves it alone. */
+    gitLinkedAt: ts("git_linked_at"),
+    autoDeploy: boolean("auto_deploy").notNull().default(false),
+    /** The public hostname git hosts reach this instance at; null: the default (PUBLIC_URL's host, else the request's). */
+    webhookDomain: text("webhook_domain"),
+    lastPushCommit: text("last_push_commit"),
+    lastPushBranch: text("last_push_branch"),
+    lastPushAt: ts("last_push_at"),
     createdAt: createdAt(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
   },
