@@ -15,6 +15,7 @@ import { serveOpenApiDocument } from "../shared/http/openapi-document";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import { validationHook } from "../shared/http/validation";
 import { mountDocs } from "./docs";
+import { gitHooksRouter } from "./git-hooks";
 import { identityRouter } from "./identity";
 import { notificationsRouter } from "./notifications";
 import { projectsRouter } from "./projects";
@@ -92,7 +93,7 @@ export function createApp(deps: AppDeps) {
 
   // Mounted one by one: chaining `.route()` would build a typed-client type of every route, which nothing uses and the typecheck pays for.
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, notificationsRouter, ...(deps.extraRouters ?? [])];
+  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, notificationsRouter, gitHooksRouter, ...(deps.extraRouters ?? [])];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);
 

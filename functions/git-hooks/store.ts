@@ -1,0 +1,115 @@
+/**
+ * The push webhook's SQL: the hook with what its project needs to decide, and
+ * the delivery record. A delivery is recorded at most once per (hook, delivery
+ * id): the insert skips on that unique key, so of two identical deliveries at
+ * once one inserts and the other waits for it, then reads its row.
+ */
+import { and, eq, isNull, lte, or } from "drizzle-orm";
+import type { Keyring } from "../../shared/crypto/keyring";
+import { gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, type PushOutcome } from "../../shared/db/schema";
+import type { Db } from "../../shared/db/types";
+import { newId } from "../../shared/ids";
+import type { Provider } from "./providers";
+
+export const OUTCOMES = PUSH_OUTCOMES;
+export type Outcome = PushOutcome;
+
+/** A hook and the project state a delivery is judged against. */
+export interface HookTarget {
+  hookId: string;
+  orgId: string;
+  projectId: string;
+  secretCiphertext: string;
+  autoDeploy: boolean;
+  /** `git_branch`, else the remote's default branch; null when neither is known. */
+  deployBranch: string | null;
+  disabled: boolean;
+}
+
+export async function findHookTarget(db: Db, hookId: string): Promise<HookTarget | undefined> {
+  const [row] = await db
+    .select({
+      hookId: gitPushHooks.id,
+      orgId: gitPushHooks.orgId,
+      projectId: gitPushHooks.projectId,
+      secretCiphertext: gitPushHooks.secret,
+      autoDeploy: projects.autoDeploy,
+      gitBranch: projects.gitBranch,
+      gitDefaultBranch: projects.gitDefaultBranch,
+      disabledAt: projects.disabledAt,
+    })
+    .from(gitPushHooks)
+    .innerJoin(projects, and(eq(projects.id, gitPushHooks.projectId), eq(projects.orgId, gitPushHooks.orgId)))
+    .where(eq(gitPushHooks.id, hookId));
+  if (!row) return undefined;
+  const { gitBranch, gitDefaultBranch, disabledAt, ...hook } = row;
+  return { ...hook, deployBranch: gitBranch ?? gitDefaultBranch, disabled: disabledAt !== null };
+}
+
+/** Where a hook's secret lives: the AES-GCM additional data. */
+export const hookSecretContext = (orgId: string, hookId: string) => ({ orgId, table: "git_push_hooks", column: "secret", rowId: hookId });
+
+/** The hook's plain secret, or null when it cannot be decrypted (fail closed: every signature is then bad). */
+export async function hookSecret(keyring: Keyring, hook: HookTarget): Promise<string | null> {
+  try {
+    return await keyring.decrypt(hook.secretCiphertext, hookSecretContext(hook.orgId, hook.hookId));
+  } catch {
+    return null;
+  }
+}
+
+export interface DeliveryRecord {
+  provider: Provider;
+  event: string;
+  ref: string | null;
+  branch: string | null;
+  commit: string | null;
+  outcome: Outcome;
+}
+
+const recordColumns = {
+  provider: gitPushEvents.provider,
+  event: gitPushEvents.event,
+  ref: gitPushEvents.ref,
+  branch: gitPushEvents.branch,
+  commit: gitPushEvents.commit,
+  outcome: gitPushEvents.outcome,
+};
+
+/**
+ * Records a delivery once. The first time: the event row and, for a deploy, the
+ * project's last push (never moved back by an older delivery), in one
+ * transaction. Again (a redelivery): nothing is written and the first record is
+ * returned.
+ */
+export async function recordDelivery(
+  db: Db,
+  hook: HookTarget,
+  deliveryId: string,
+  record: DeliveryRecord,
+  now: Date,
+): Promise<{ record: DeliveryRecord; redelivery: boolean }> {
+  return db.transaction(async (tx) => {
+    const [inserted] = await tx
+      .insert(gitPushEvents)
+      .values({ id: newId("gpe"), orgId: hook.orgId, projectId: hook.projectId, hookId: hook.hookId, deliveryId, receivedAt: now, ...record })
+      .onConflictDoNothing({ target: [gitPushEvents.hookId, gitPushEvents.deliveryId] })
+      .returning(recordColumns);
+    if (inserted) {
+      if (record.outcome === "deploy_queued") {
+        await tx
+          .update(projects)
+          .set({ lastPushCommit: record.commit, lastPushBranch: record.branch, lastPushAt: now })
+          .where(and(eq(projects.id, hook.projectId), eq(projects.orgId, hook.orgId), or(isNull(projects.lastPushAt), lte(projects.lastPushAt, now))));
+      }
+      return { record: inserted, redelivery: false };
+    }
+    // The conflicting row is committed (the insert waited for it), so this statement sees it.
+    const [first] = await tx
+      .select(recordColumns)
+      .from(gitPushEvents)
+      .where(and(eq(gitPushEvents.hookId, hook.hookId), eq(gitPushEvents.deliveryId, deliveryId)));
+    if (!first) throw new Error("git push event vanished between insert and read");
+    return { record: first, redelivery: true };
+  });
+}
