@@ -35,7 +35,8 @@ const NO_HOOK_SECRET = `none-${crypto.randomUUID()}`;
 
 const hookNotFound = () => notFound("Push hook");
 
-const Result = z
+/** The answer to a delivery (200 and 202). */
+export const PushDelivery = z
   .object({
     outcome: z.enum(OUTCOMES).openapi({
       description:
@@ -76,8 +77,8 @@ const defined = defineRoute({
   permission: "public",
   request: { params: HookIdParam },
   responses: {
-    200: jsonResponse(Result, "A ping or test delivery (outcome `ping`)"),
-    202: jsonResponse(Result, "Accepted: `deploy_queued` or `ignored`"),
+    200: jsonResponse(PushDelivery, "A ping or test delivery (outcome `ping`)"),
+    202: jsonResponse(PushDelivery, "Accepted: `deploy_queued` or `ignored`"),
     400: { description: "The body is not a JSON object (or nests too deeply), or a field the push is read from is malformed; `field` names it" },
     401: { description: "No host's signature header, or a signature that does not match the hook's secret; nothing is recorded" },
     404: { description: "No such push hook" },
