@@ -13,6 +13,8 @@ import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
 import { serveOpenApiDocument } from "../shared/http/openapi-document";
 import { createFetchOutbound } from "../shared/outbound/fetch";
+import { createGuardedGitFetch } from "../shared/git/fetch";
+import { DEFAULT_GIT_HOSTS } from "../shared/git/hosts";
 import { validationHook } from "../shared/http/validation";
 import { mountDocs } from "./docs";
 import { gitHooksRouter } from "./git-hooks";
@@ -50,6 +52,7 @@ export function createApp(deps: AppDeps) {
   const logger = deps.logger ?? jsonLogger();
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   const defaultOutbound = createFetchOutbound();
+  const defaultGit = { hosts: DEFAULT_GIT_HOSTS, fetch: createGuardedGitFetch() };
 
   app.use("*", async (c, next) => {
     const started = performance.now();
@@ -67,6 +70,7 @@ export function createApp(deps: AppDeps) {
     c.set("authCache", services.authCache);
     c.set("uploads", services.uploads);
     c.set("gunzip", services.gunzip);
+    c.set("git", services.git ?? defaultGit);
     try {
       await next();
     } finally {

@@ -12,6 +12,10 @@
  * `uploads/`), and the secrets S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY. The cron
  * trigger also removes expired upload sessions and their objects.
  *
+ * Git hosts: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL and GIT_GITEA_URL
+ * point each provider at another base URL (the public hosts by default; Gitea
+ * has none); git traffic goes through the outbound guard (OUTBOUND_ALLOW_PRIVATE).
+ *
  * Delivery: after an event queues sends, the request drains the outbox in
  * `waitUntil` (its own Pool); the cron trigger (`scheduled`, every minute in
  * wrangler.toml) drains whatever is due, retries included.
@@ -22,6 +26,9 @@ import { createKeyring, type Keyring } from "../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../shared/db/neon";
 import type { AppEnv, RequestServices } from "../shared/http/context";
 import { jsonLogger } from "../shared/http/logger";
+import { createGuardedGitFetch } from "../shared/git/fetch";
+import { type GitHosts, gitHostsFromEnv } from "../shared/git/hosts";
+import type { GitService } from "../shared/http/context";
 import { createEmailApiMailer } from "../shared/outbound/email-api";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import type { Mailer, Outbound } from "../shared/outbound/types";
@@ -48,6 +55,10 @@ const Bindings = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_PREFIX: z.string().default("uploads/"),
+  GIT_GITHUB_URL: z.string().optional(),
+  GIT_GITLAB_URL: z.string().optional(),
+  GIT_BITBUCKET_URL: z.string().optional(),
+  GIT_GITEA_URL: z.string().optional(),
 });
 type Env = z.infer<typeof Bindings>;
 
@@ -94,6 +105,22 @@ function uploadsFor(env: Env): UploadStorage | undefined {
     };
   }
   return uploadsCache.uploads;
+}
+
+// Git hosts and transport, once per isolate and per distinct configuration; a malformed GIT_* setting fails every request naming it.
+let gitCache: { spec: string; git: GitService } | undefined;
+function gitFor(env: Env): GitService {
+  const spec = JSON.stringify([env.GIT_GITHUB_URL, env.GIT_GITLAB_URL, env.GIT_BITBUCKET_URL, env.GIT_GITEA_URL, env.OUTBOUND_ALLOW_PRIVATE]);
+  if (gitCache?.spec !== spec) {
+    let hosts: GitHosts;
+    try {
+      hosts = gitHostsFromEnv(env);
+    } catch (e) {
+      throw new Error(`Worker misconfigured: ${(e as Error).message}`);
+    }
+    gitCache = { spec, git: { hosts, fetch: createGuardedGitFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === "true" }) } };
+  }
+  return gitCache.git;
 }
 
 /** Removes expired upload sessions and their objects (cron), on a Pool of its own. */
@@ -149,6 +176,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
       db,
       keyring: await keyringFor(env.SECRET_KEYS),
       uploads: uploadsFor(env),
+      git: gitFor(env),
       config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
       outbound: transports.outbound,
       mailer: transports.mailer,

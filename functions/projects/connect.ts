@@ -23,7 +23,7 @@ function isHostname(h: string): boolean {
   return /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/.test(labels[labels.length - 1]!);
 }
 
-const Hostname = z
+export const Hostname = z
   .string()
   .max(254)
   .transform(normalizeHostname)

@@ -11,6 +11,7 @@ import { deploymentsRouter } from "./deployments";
 import { envVarsRouter } from "./env-vars";
 import { environmentsRouter } from "./environments";
 import { folderRouter } from "./folder";
+import { gitRouter } from "./git";
 import { ensureRouter } from "./folder/ensure";
 import { infoRouter } from "./info";
 import { lifecycleRouter } from "./lifecycle";
@@ -31,4 +32,5 @@ export const projectsRouter = createRouter()
   .route("/", cloneTokenRouter)
   .route("/", resourcesRouter)
   .route("/", connectRouter)
-  .route("/", deploymentsRouter);
+  .route("/", deploymentsRouter)
+  .route("/", gitRouter);

@@ -1,6 +1,7 @@
 /** GET /api/projects/:id/info: runtime, build and source details, assembled from what is stored. */
 import { z } from "@hono/zod-openapi";
 import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import { cloneUrl, isGitProvider } from "../../shared/git/hosts";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { lastDeployment, servingDeployment, type DeploymentRow } from "./deployments-store";
@@ -11,7 +12,6 @@ const DeploymentRef = z
   .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), commitSha: z.string().nullable(), createdAt: z.string(), finishedAt: z.string().nullable() })
   .openapi("DeploymentRef");
 
-const REPO_HOSTS: Record<string, string> = { github: "github.com", gitlab: "gitlab.com", bitbucket: "bitbucket.org" };
 
 const InfoSchema = z
   .object({
@@ -35,8 +35,12 @@ const InfoSchema = z
       provider: GitProvider.nullable(),
       owner: z.string().nullable(),
       repo: z.string().nullable(),
-      branch: z.string().nullable().openapi({ description: "null: the repository's default branch" }),
-      repositoryUrl: z.string().nullable(),
+      branch: z.string().nullable().openapi({ description: "The deploy branch as stored; null: the repository's default branch" }),
+      defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch as last seen on the host (git/link, branch)" }),
+      repositoryUrl: z.string().nullable().openapi({ description: "`<provider base URL>/<owner>/<repo>`; null when this instance has no host for the provider" }),
+      cloneUrl: z.string().nullable().openapi({ description: "The same with `.git`, never with credentials" }),
+      linkedAt: z.string().nullable().openapi({ description: "When git/link checked and linked the repository; null when only named by PATCH" }),
+      autoDeploy: z.boolean(),
       cloneToken: z.object({ hasToken: z.boolean(), setAt: z.string().nullable() }),
     }),
   })
@@ -65,7 +69,7 @@ export const infoRouter = createRouter().openapi(route, async (c) => {
   const serving = await servingDeployment(db, row.id);
   const options = optionsView(row.options);
   const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
-  const host = kind === "git" && row.gitProvider ? REPO_HOSTS[row.gitProvider] : undefined;
+  const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("git").hosts) : null;
   return c.json(
     {
       id: row.id,
@@ -85,7 +89,11 @@ export const infoRouter = createRouter().openapi(route, async (c) => {
         owner: row.gitOwner,
         repo: row.gitRepo,
         branch: row.gitBranch,
-        repositoryUrl: host ? `https://${host}/${row.gitOwner}/${row.gitRepo}` : null,
+        defaultBranch: row.gitDefaultBranch,
+        repositoryUrl: clone ? clone.slice(0, -".git".length) : null,
+        cloneUrl: clone,
+        linkedAt: row.gitLinkedAt?.toISOString() ?? null,
+        autoDeploy: row.autoDeploy,
         cloneToken: { hasToken: Boolean(row.cloneTokenCiphertext), setAt: row.cloneTokenSetAt?.toISOString() ?? null },
       },
     },

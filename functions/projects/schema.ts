@@ -1,5 +1,6 @@
 /** Wire shapes shared by the Projects routes (the spec's "Project" and its read form). */
 import { z } from "@hono/zod-openapi";
+import { GIT_PROVIDERS as HOST_PROVIDERS } from "../../shared/git/hosts";
 import { pathId } from "../../shared/http/params";
 import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES, SLEEP_MODES, type ProjectOptions, type projects } from "../../shared/db/schema";
 
@@ -115,6 +116,53 @@ export const DeploymentSummary = z
   .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), createdAt: z.string() })
   .openapi("DeploymentSummary");
 
+export const LastPushSchema = z
+  .object({ commit: z.string(), branch: z.string().nullable(), at: z.string() })
+  .openapi("GitLastPush", { description: "The last push the push webhook recorded for the deploy branch or any other" });
+
+const GIT_BRANCH_DOC = "The deploy branch: the one set by `git/link` or `branch` (the repository's default branch when link named none); null when the repository was named by PATCH without a branch and never linked";
+
+/** The git fields of a project's read form (GET /api/projects/:id). */
+export const ProjectGitSchema = z
+  .object({
+    linked: z.boolean().openapi({ description: "The project names a repository (provider, owner and repo)" }),
+    branch: z.string().nullable().openapi({ description: GIT_BRANCH_DOC }),
+    defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch (its `HEAD`) as last seen on the host by `git/link` or `branch`" }),
+    linkedAt: z
+      .string()
+      .nullable()
+      .openapi({ description: "When `git/link` last checked and linked the repository; null when it was only named by PATCH (never checked on the host)" }),
+    autoDeploy: z.boolean(),
+    lastPush: LastPushSchema.nullable(),
+  })
+  .openapi("ProjectGit");
+
+/** GET /api/projects/:id/git and the git write routes' answer. */
+export const GitSourceSchema = z
+  .object({
+    linked: z.boolean().openapi({ description: "false: the project names no repository (every other field is null or its default)" }),
+    provider: z.enum(HOST_PROVIDERS).nullable(),
+    owner: z.string().nullable(),
+    repo: z.string().nullable(),
+    cloneUrl: z
+      .string()
+      .nullable()
+      .openapi({ description: "`<provider base URL>/<owner>/<repo>.git`, never with credentials; null when the provider has no base URL here (Gitea without GIT_GITEA_URL)" }),
+    branch: z.string().nullable().openapi({ description: GIT_BRANCH_DOC }),
+    defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch as last seen on the host" }),
+    autoDeploy: z.boolean().openapi({ description: "Deploy on push to the deploy branch (POST /auto-deploy)" }),
+    webhookDomain: z.string().nullable().openapi({ description: "The hostname set by POST /webhook-domain; null: the default (PUBLIC_URL on the self-hosted server, else the host this request came to)" }),
+    webhookUrl: z
+      .string()
+      .nullable()
+      .openapi({ description: "Where the git host sends pushes: `https://<webhook domain>/api/git/hooks/<hookId>`; null until auto-deploy is first turned on (which creates the hook)" }),
+    linkedAt: z.string().nullable().openapi({ description: "When `git/link` last linked the repository; null when it was only named by PATCH" }),
+    lastPush: LastPushSchema.nullable(),
+  })
+  .openapi("GitSource");
+
+export type GitSourceView = z.infer<typeof GitSourceSchema>;
+
 export const ProjectSchema = z
   .object({
     id: z.string(),
@@ -128,6 +176,7 @@ export const ProjectSchema = z
     gitOwner: z.string().nullable(),
     gitRepo: z.string().nullable(),
     gitBranch: z.string().nullable(),
+    git: ProjectGitSchema,
     routes: z.object({ free: FreeRouteSchema, domains: z.array(DomainSchema) }),
     latestDeployment: DeploymentSummary.nullable(),
     location: z.enum(["cloud", "self-hosted"]).openapi({ description: "Where the project lives (this instance's mode)" }),

@@ -81,6 +81,15 @@ export function freeRoute(row: ProjectRow, config: ServiceConfig) {
   return { hostname, state, lastAttemptAt: iso(row.routingLastAttemptAt), syncedAt: iso(row.routingSyncedAt) };
 }
 
+/** The project names a repository on a git host (linked through git/link, or named by PATCH). */
+export function hasRepository(row: ProjectRow): boolean {
+  return !!row.gitProvider && row.gitProvider !== "upload" && !!row.gitOwner && !!row.gitRepo;
+}
+
+export function lastPush(row: ProjectRow) {
+  return row.lastPushCommit && row.lastPushAt ? { commit: row.lastPushCommit, branch: row.lastPushBranch, at: row.lastPushAt.toISOString() } : null;
+}
+
 /** Read forms of several projects with three queries, whatever their number. */
 export async function projectViews(ex: Executor, rows: ProjectRow[], config: ServiceConfig): Promise<ProjectView[]> {
   if (rows.length === 0) return [];
@@ -121,6 +130,14 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
       gitOwner: row.gitOwner,
       gitRepo: row.gitRepo,
       gitBranch: row.gitBranch,
+      git: {
+        linked: hasRepository(row),
+        branch: row.gitBranch ?? row.gitDefaultBranch,
+        defaultBranch: row.gitDefaultBranch,
+        linkedAt: iso(row.gitLinkedAt),
+        autoDeploy: row.autoDeploy,
+        lastPush: lastPush(row),
+      },
       routes: {
         free: freeRoute(row, config),
         domains: domainRows

@@ -1,5 +1,6 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
 import { z } from "zod";
+import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
@@ -48,6 +49,8 @@ export type NodeConfig = {
   publicUrl?: string;
   /** Folder uploads to S3-compatible storage (presigned) instead of DATA_DIR/uploads (relay). */
   s3?: S3Settings;
+  /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
+  gitHosts: GitHosts;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -61,6 +64,12 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   if (e.S3_ENDPOINT) {
     const missing = s3Keys.find((k) => !e[k]);
     if (missing) throw new Error(`Invalid configuration ${missing}: required when S3_ENDPOINT is set`);
+  }
+  let gitHosts: GitHosts;
+  try {
+    gitHosts = gitHostsFromEnv(env);
+  } catch (error) {
+    throw new Error(`Invalid configuration ${(error as Error).message}`);
   }
   return {
     port: e.PORT,
@@ -77,6 +86,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     emailFrom: e.EMAIL_FROM,
     outboundAllowPrivate: e.OUTBOUND_ALLOW_PRIVATE === "true" || e.OUTBOUND_ALLOW_PRIVATE === "1",
     publicUrl: e.PUBLIC_URL,
+    gitHosts,
     s3: e.S3_ENDPOINT
       ? {
           endpoint: e.S3_ENDPOINT,

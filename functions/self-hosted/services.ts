@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { AuthCache } from "../../shared/auth/auth-cache";
 import { listenPglite, listenPostgres } from "../../shared/auth/auth-cache-listener";
 import type { Keyring } from "../../shared/crypto/keyring";
+import { createNodeGitFetch } from "../../shared/git/node-fetch";
 import type { PgliteDatabase } from "../../shared/db/pglite";
 import type { PostgresDatabase } from "../../shared/db/postgres";
 import type { AppEnv, RequestServices } from "../../shared/http/context";
@@ -76,7 +77,8 @@ export async function createNodeServices(
       gunzip: nodeGunzip,
       db: database.db,
       keyring,
-      config: { mode: "self-hosted", sharedDomain: config.sharedDomain },
+      config: { mode: "self-hosted", sharedDomain: config.sharedDomain, publicUrl: config.publicUrl },
+      git: { hosts: config.gitHosts, fetch: createNodeGitFetch({ allowPrivate: config.outboundAllowPrivate }) },
       outbound,
       mailer,
       wakeDeliveries: overrides.wakeDeliveries ?? (() => engine.wake()),

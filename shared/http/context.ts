@@ -3,6 +3,8 @@ import type { Context } from "hono";
 import type { AuthCache } from "../auth/auth-cache";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
+import type { GitFetch } from "../git/fetch";
+import type { GitHosts } from "../git/hosts";
 import type { Mailer, Outbound } from "../outbound/types";
 import type { Gunzip } from "../storage/gunzip";
 import type { UploadStorage } from "../storage/types";
@@ -16,6 +18,14 @@ export interface ServiceConfig {
   mode: Mode;
   /** Free routes are `<project slug>.<sharedDomain>` (SHARED_DOMAIN). */
   sharedDomain: string;
+  /** PUBLIC_URL (Node adapter): the base git hosts reach this instance at unless a project sets its webhook domain; unset: the request's origin. */
+  publicUrl?: string;
+}
+
+/** Git hosts (provider → base URL) and the guarded transport git traffic goes through. */
+export interface GitService {
+  hosts: GitHosts;
+  fetch: GitFetch;
 }
 
 /** Services one request uses. The Node adapter shares them; the Worker builds them per request. */
@@ -37,6 +47,8 @@ export interface RequestServices {
   uploads?: UploadStorage;
   /** Gunzip for the folder scan: zlib on Node (faster than its DecompressionStream); default DecompressionStream. */
   gunzip?: Gunzip;
+  /** Git hosts and transport; default: the public hosts through the guarded fetch (private addresses refused). */
+  git?: GitService;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -77,6 +89,7 @@ export interface AppEnv {
     authCache: AuthCache | undefined;
     uploads: UploadStorage | undefined;
     gunzip: Gunzip | undefined;
+    git: GitService;
   };
 }
 

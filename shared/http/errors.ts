@@ -12,7 +12,8 @@ export type ProblemCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "too_many_requests"
-  | "internal";
+  | "internal"
+  | "bad_gateway";
 
 const STATUS: Record<ProblemCode, { status: number; title: string }> = {
   validation: { status: 400, title: "Bad Request" },
@@ -24,6 +25,8 @@ const STATUS: Record<ProblemCode, { status: number; title: string }> = {
   unsupported_media_type: { status: 415, title: "Unsupported Media Type" },
   too_many_requests: { status: 429, title: "Too Many Requests" },
   internal: { status: 500, title: "Internal Server Error" },
+  /** An upstream this request depends on (a git host) is unreachable or answered badly. */
+  bad_gateway: { status: 502, title: "Bad Gateway" },
 };
 
 export interface Problem {

@@ -44,6 +44,8 @@ async function nodeHarness(
     SECRET_KEYS: TEST_SECRET_KEYS,
     SHARED_DOMAIN: "apps.test",
     OUTBOUND_ALLOW_PRIVATE: "true",
+    // Gitea points at the run's loopback git host (test/setup/git.ts); the other providers keep their public hosts.
+    GIT_GITEA_URL: inject("gitServerUrl"),
   });
   const node = await createNodeServices(config, database, keyring, logger, overrides);
   if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();

@@ -36,6 +36,9 @@ async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHar
     S3_BUCKET: inject("s3Bucket"),
     S3_ACCESS_KEY_ID: inject("s3AccessKeyId"),
     S3_SECRET_ACCESS_KEY: inject("s3SecretAccessKey"),
+    // Gitea points at the run's loopback git host (test/setup/git.ts), reached through the outbound guard.
+    GIT_GITEA_URL: inject("gitServerUrl"),
+    OUTBOUND_ALLOW_PRIVATE: "true",
   };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
   const seeding = openNeon(bindings.DATABASE_URL);
