@@ -74,7 +74,25 @@ export function folderClient(h: Harness) {
   };
 
   const sessionRow = async (id: string) => (await h.db.select().from(uploadSessions).where(eq(uploadSessions.id, id)))[0];
-  const projectCount = async (orgId: string) => (await h.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, orgId)))).length;
+  const projectCount = async (orgId: string) =>
+    (
+      await h.db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(and(eq(projects.orgId, orgId)))
+    ).length;
 
-  return { presigned, openSession, sendUpload, upload, scan, ensure, uploadAndScan, sessionRow, projectCount, store: () => fh().uploadStore, sweep: (now?: Date) => fh().sweepUploads(now) };
+  return {
+    presigned,
+    openSession,
+    sendUpload,
+    upload,
+    scan,
+    ensure,
+    uploadAndScan,
+    sessionRow,
+    projectCount,
+    store: () => fh().uploadStore,
+    sweep: (now?: Date) => fh().sweepUploads(now),
+  };
 }

@@ -4,6 +4,7 @@
  * Worker inside workerd. Every test seeds its own tenant.
  */
 import { afterAll, beforeAll, beforeEach } from "vitest";
+import { z } from "zod";
 import type { Role } from "../../shared/auth/permissions";
 import type { Keyring } from "../../shared/crypto/keyring";
 import type { Db } from "../../shared/db/types";
@@ -113,6 +114,37 @@ export async function expectStatus<T = any>(res: Response, status: number): Prom
   const text = await res.text();
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
   return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/**
+ * Asserts the status, then checks the JSON body against the route's own response schema
+ * (the one its OpenAPI document is built from) and returns it typed. A body that drifts
+ * from the schema fails with every issue by path: a missing or mistyped field, and a field
+ * the schema does not declare (a client generated from the document would not know it).
+ */
+export async function expectBody<S extends z.ZodType>(res: Response, status: number, schema: S): Promise<z.output<S>> {
+  const body = await expectStatus<unknown>(res, status);
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new Error(`${res.status} body does not match its schema:\n${z.prettifyError(parsed.error)}\nbody: ${JSON.stringify(body)}`);
+  const undeclared = undeclaredPaths(body, parsed.data);
+  if (undeclared.length) throw new Error(`${res.status} body has fields its schema does not declare: ${undeclared.join(", ")}\nbody: ${JSON.stringify(body)}`);
+  return body as z.output<S>;
+}
+
+/** Paths present in the raw body but stripped by the schema (objects are compared key by key, arrays item by item). */
+function undeclaredPaths(raw: unknown, parsed: unknown, path = "", out: string[] = []): string[] {
+  if (Array.isArray(raw) && Array.isArray(parsed)) {
+    raw.forEach((item, i) => {
+      undeclaredPaths(item, parsed[i], `${path}[${i}]`, out);
+    });
+  } else if (raw && parsed && typeof raw === "object" && typeof parsed === "object") {
+    for (const key of Object.keys(raw)) {
+      const at = path ? `${path}.${key}` : key;
+      if (!(key in parsed)) out.push(at);
+      else undeclaredPaths((raw as Record<string, unknown>)[key], (parsed as Record<string, unknown>)[key], at, out);
+    }
+  }
+  return out;
 }
 
 /** Asserts a problem+json answer and returns the problem. */

@@ -73,13 +73,13 @@ async function nodeHarness(
   return harness;
 }
 
-async function openPgliteHarness(overrides?: HarnessServices): Promise<Harness> {
+export async function openPgliteHarness(overrides?: HarnessServices): Promise<Harness> {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
   return nodeHarness("node-pglite", database, undefined, false, overrides);
 }
 
-async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness> {
+export async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness> {
   if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
   return nodeHarness("node-postgres", database, inject("pgUrl"), inject("pgKind") === "postgres", overrides);
@@ -88,8 +88,3 @@ async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness
 export const pgliteHarness: HarnessFactory = Object.assign(() => openPgliteHarness(), { realConcurrency: () => false });
 
 export const postgresHarness: HarnessFactory = Object.assign(() => openPostgresHarness(), { realConcurrency: () => inject("pgKind") === "postgres" });
-
-/** The same harnesses with injected services. */
-export const pgliteHarnessWith = (extras: HarnessServices): HarnessFactory => Object.assign(() => openPgliteHarness(extras), { realConcurrency: () => false });
-export const postgresHarnessWith = (extras: HarnessServices): HarnessFactory =>
-  Object.assign(() => openPostgresHarness(extras), { realConcurrency: () => inject("pgKind") === "postgres" });

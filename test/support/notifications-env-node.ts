@@ -5,27 +5,23 @@
  * Provider URLs (hooks.slack.com, discord.com, …) are routed to loopback
  * receivers: only the internet is mocked.
  */
-import { afterAll } from "vitest";
 import { jsonLogger } from "../../shared/http/logger";
 import { createNodeOutbound } from "../../shared/outbound/node";
 import { createSmtpMailer } from "../../shared/outbound/smtp";
-import type { Mailer, Outbound } from "../../shared/outbound/types";
-import { createDeliveryEngine, type DeliveryEngine } from "../../functions/notifications/delivery/engine";
-import type { Harness, HarnessFactory } from "./harness";
-import type { HarnessServices } from "./node-harness";
+import type { Outbound } from "../../shared/outbound/types";
+import { createDeliveryEngine } from "../../functions/notifications/delivery/engine";
+import type { Harness } from "./harness";
+import { openPgliteHarness, openPostgresHarness, type HarnessServices } from "./node-harness";
 import { settleWith, TEST_POLICY, TEST_TIMEOUT_MS, type NotificationsEnv, type TestReceiver } from "./notifications-env";
 import { providerUrls, type Reply } from "./receiver-core";
-import { ROUTED_PREFIX, startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "./receivers";
+import { ROUTED_PREFIX, startHttpReceiver, startSmtpReceiver, type HttpReceiver } from "./receivers";
 
 const normalize = (url: string) => new URL(url).toString();
 
-export function nodeNotificationsEnv(makeHarness: (extras: HarnessServices) => HarnessFactory): NotificationsEnv & { harness: HarnessFactory } {
+/** Opens the environment and its harness (whose close also stops the engine, the receivers and the SMTP server). */
+export async function openNodeNotificationsEnv(runtime: "node-pglite" | "node-postgres"): Promise<{ env: NotificationsEnv; harness: Harness }> {
   const receivers: HttpReceiver[] = [];
   const routes = new Map<string, string>(); // provider URL -> receiver origin
-  let smtp: SmtpReceiver | undefined;
-  let engine: DeliveryEngine | undefined;
-  let h: Harness | undefined;
-  let smtpMailer: (Mailer & { close(): void }) | undefined;
 
   const direct = createNodeOutbound({ allowPrivate: true, timeoutMs: TEST_TIMEOUT_MS });
   const outbound: Outbound = {
@@ -38,36 +34,34 @@ export function nodeNotificationsEnv(makeHarness: (extras: HarnessServices) => H
       return direct.send(request);
     },
   };
-  // The mailer exists before the SMTP server listens; it is created on first use.
-  const mailer: Mailer = { send: (m) => smtpMailer!.send(m) };
-  const base = makeHarness({ outbound, mailer, wakeDeliveries: () => {} });
-
-  const harness: HarnessFactory = Object.assign(
-    async () => {
-      smtp = await startSmtpReceiver();
-      smtpMailer = createSmtpMailer({ url: smtp.url, from: "Workspace <notifications@workspace.test>", timeoutMs: TEST_TIMEOUT_MS });
-      h = await base();
-      const logs = h.logs;
-      engine = createDeliveryEngine({ db: h.db, keyring: h.keyring, transports: { outbound, mailer }, logger: jsonLogger((l) => logs.push(l)), policy: TEST_POLICY });
-      return h;
-    },
-    { realConcurrency: base.realConcurrency },
-  );
-
-  afterAll(async () => {
-    await engine?.stop();
-    smtpMailer?.close();
-    await smtp?.close();
-    for (const r of receivers) await r.close();
+  const smtp = await startSmtpReceiver();
+  const mailer = createSmtpMailer({ url: smtp.url, from: "Workspace <notifications@workspace.test>", timeoutMs: TEST_TIMEOUT_MS });
+  const services: HarnessServices = { outbound, mailer, wakeDeliveries: () => {} };
+  const h = runtime === "node-pglite" ? await openPgliteHarness(services) : await openPostgresHarness(services);
+  const logs = h.logs;
+  const engine = createDeliveryEngine({
+    db: h.db,
+    keyring: h.keyring,
+    transports: { outbound, mailer },
+    logger: jsonLogger((l) => logs.push(l)),
+    policy: TEST_POLICY,
   });
 
-  const deliver = async () => {
-    await engine!.drain({ budgetMs: 20_000 });
+  const closeHarness = h.close;
+  h.close = async () => {
+    await engine.stop();
+    await closeHarness();
+    mailer.close();
+    await smtp.close();
+    for (const r of receivers) await r.close();
   };
 
-  return {
+  const deliver = async () => {
+    await engine.drain({ budgetMs: 20_000 });
+  };
+
+  const env: NotificationsEnv = {
     mailTransport: "smtp",
-    harness,
     async receiver(script?: Reply[], fallback?: Reply): Promise<TestReceiver> {
       const r = await startHttpReceiver(script, fallback);
       receivers.push(r);
@@ -82,8 +76,9 @@ export function nodeNotificationsEnv(makeHarness: (extras: HarnessServices) => H
         teamsConnectorUrl: urls.teamsConnector,
       };
     },
-    emails: () => (smtp?.messages ?? []).map((m) => ({ to: m.to, subject: m.subject, text: m.text })),
+    emails: () => smtp.messages.map((m) => ({ to: m.to, subject: m.subject, text: m.text })),
     deliver,
-    settle: (orgId, timeoutMs) => settleWith(deliver, () => h!.db, orgId, timeoutMs),
+    settle: (orgId, timeoutMs) => settleWith(deliver, () => h.db, orgId, timeoutMs),
   };
+  return { env, harness: h };
 }

@@ -8,19 +8,18 @@
  */
 import { createEmailApiMailer } from "../../shared/outbound/email-api";
 import { createFetchOutbound } from "../../shared/outbound/fetch";
-import type { HarnessFactory } from "./harness";
 import { settleWith, TEST_POLICY, TEST_TIMEOUT_MS, type NotificationsEnv, type TestReceiver } from "./notifications-env";
 import { fetchReceiver, providerUrls, Recorder, type Reply } from "./receiver-core";
-import { workerHarnessWith, type WorkerHarness } from "./worker-harness";
+import { openWorkerHarness, type WorkerHarness } from "./worker-harness";
 
 export const EMAIL_API_URL = "https://api.email.test/emails";
 
-export function workerNotificationsEnv(): NotificationsEnv & { harness: HarnessFactory } {
+/** Opens the environment and its Worker harness. */
+export async function openWorkerNotificationsEnv(): Promise<{ env: NotificationsEnv; harness: WorkerHarness }> {
   const routes = new Map<string, Recorder>(); // exact URL or origin -> receiver
   const mailbox = new Recorder([], { status: 200, body: '{"id":"email_1"}' });
   routes.set(new URL(EMAIL_API_URL).origin, mailbox);
   let count = 0;
-  let h: WorkerHarness | undefined;
 
   const internet = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const url = String(input);
@@ -29,23 +28,21 @@ export function workerNotificationsEnv(): NotificationsEnv & { harness: HarnessF
     return fetchReceiver(recorder)(url, init ?? {});
   };
 
-  const base = workerHarnessWith({
+  const h = await openWorkerHarness({
     outbound: createFetchOutbound({ fetch: internet, timeoutMs: TEST_TIMEOUT_MS }),
-    mailer: createEmailApiMailer({ apiKey: "re_test_key", url: EMAIL_API_URL, from: "Workspace <notifications@workspace.test>", fetch: internet, timeoutMs: TEST_TIMEOUT_MS }),
+    mailer: createEmailApiMailer({
+      apiKey: "re_test_key",
+      url: EMAIL_API_URL,
+      from: "Workspace <notifications@workspace.test>",
+      fetch: internet,
+      timeoutMs: TEST_TIMEOUT_MS,
+    }),
     policy: TEST_POLICY,
   });
-  const harness: HarnessFactory = Object.assign(
-    async () => {
-      h = await base();
-      return h;
-    },
-    { realConcurrency: base.realConcurrency },
-  );
-  const deliver = () => h!.scheduled();
+  const deliver = () => h.scheduled();
 
-  return {
+  const env: NotificationsEnv = {
     mailTransport: "email-api",
-    harness,
     async receiver(script?: Reply[], fallback?: Reply): Promise<TestReceiver> {
       count++;
       const recorder = new Recorder(script, fallback);
@@ -68,6 +65,7 @@ export function workerNotificationsEnv(): NotificationsEnv & { harness: HarnessF
         return { to: body.to, subject: body.subject, text: body.text };
       }),
     deliver,
-    settle: (orgId, timeoutMs) => settleWith(deliver, () => h!.db, orgId, timeoutMs),
+    settle: (orgId, timeoutMs) => settleWith(deliver, () => h.db, orgId, timeoutMs),
   };
+  return { env, harness: h };
 }

@@ -6,7 +6,9 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/types";
 import type { DeliveryPolicy } from "../../functions/notifications/delivery/engine";
+import { useHarness, type Harness } from "./harness";
 import type { Recorder, Reply } from "./receiver-core";
+import { runtimeFactory } from "./runtime";
 
 /** Fast retries for tests: 50 ms, 200 ms, 800 ms, at most 4 attempts. */
 export const TEST_POLICY: Partial<DeliveryPolicy> = { baseDelayMs: 50, maxDelayMs: 2_000, maxAttempts: 4, leaseMs: 30_000 };
@@ -56,4 +58,24 @@ export async function settleWith(deliver: () => Promise<void>, db: () => Db, org
     if (Date.now() > deadline) throw new Error(`${n} sends of ${orgId} still pending after ${timeoutMs} ms`);
     await sleep(30);
   }
+}
+
+/**
+ * The delivery suite's harness and environment on the project's runtime (Node: loopback
+ * receivers, SMTP, the engine; Worker: an in-isolate internet, the cron handler), each
+ * runtime's module loaded only when it opens. `env` is filled in once the harness is ready.
+ */
+export function useNotificationsEnv(): { h: Harness; env: NotificationsEnv } {
+  const env = {} as NotificationsEnv;
+  const h = useHarness(
+    runtimeFactory(async (runtime) => {
+      const opened =
+        runtime === "worker"
+          ? await (await import("./notifications-env-worker")).openWorkerNotificationsEnv()
+          : await (await import("./notifications-env-node")).openNodeNotificationsEnv(runtime);
+      Object.assign(env, opened.env);
+      return opened.harness;
+    }),
+  );
+  return { h, env };
 }

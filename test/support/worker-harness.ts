@@ -11,7 +11,7 @@ import { openNeon, useLocalWsProxy } from "../../shared/db/neon";
 import { createS3Storage } from "../../shared/storage/s3";
 import type { UploadStorage } from "../../shared/storage/types";
 import { createWorker, type WorkerOverrides } from "../../functions/worker";
-import { buildRequest, PostgresUnavailable, type Harness, type HarnessFactory } from "./harness";
+import { buildRequest, PostgresUnavailable, type Harness } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
 export type WorkerHarness = Harness & {
@@ -22,7 +22,7 @@ export type WorkerHarness = Harness & {
 };
 
 /** `overrides` replace the Worker's notification transports and retry timing (the notifications suites). */
-async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHarness> {
+export async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHarness> {
   if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const worker = createWorker(overrides);
   const bindings = {
@@ -87,9 +87,3 @@ async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHar
     },
   };
 }
-
-export const workerHarness: HarnessFactory = Object.assign(() => openWorkerHarness(), { realConcurrency: () => inject("pgKind") === "postgres" });
-
-/** The Worker harness with test transports; the factory yields a WorkerHarness. */
-export const workerHarnessWith = (overrides: WorkerOverrides) =>
-  Object.assign(() => openWorkerHarness(overrides), { realConcurrency: () => inject("pgKind") === "postgres" });

@@ -1,3 +1,0 @@
-import { keyringSuite } from "../suites/keyring.suite";
-
-keyringSuite();
