@@ -9,6 +9,7 @@ import type { Keyring } from "../../shared/crypto/keyring";
 import { gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, type PushOutcome } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
+import { hookSecretContext } from "../projects/git-store";
 import type { Provider } from "./providers";
 
 export const OUTCOMES = PUSH_OUTCOMES;
@@ -45,9 +46,6 @@ export async function findHookTarget(db: Db, hookId: string): Promise<HookTarget
   const { gitBranch, gitDefaultBranch, disabledAt, ...hook } = row;
   return { ...hook, deployBranch: gitBranch ?? gitDefaultBranch, disabled: disabledAt !== null };
 }
-
-/** Where a hook's secret lives: the AES-GCM additional data. */
-export const hookSecretContext = (orgId: string, hookId: string) => ({ orgId, table: "git_push_hooks", column: "secret", rowId: hookId });
 
 /** The hook's plain secret, or null when it cannot be decrypted (fail closed: every signature is then bad). */
 export async function hookSecret(keyring: Keyring, hook: HookTarget): Promise<string | null> {
