@@ -8,7 +8,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { noControl, ProjectIdParam } from "./schema";
 import { findProject, updateProject, type ProjectRow } from "./store";
 
-const CloneTokenState = z
+export const CloneTokenState = z
   .object({ hasToken: z.boolean(), setAt: z.string().nullable() })
   .openapi("ProjectCloneToken", { description: "The token itself is encrypted at rest and never returned" });
 

@@ -23,7 +23,7 @@ const Counts = z
   })
   .openapi("ProjectDeletionCounts");
 
-const Preview = z.object({ projectId: z.string(), removes: Counts }).openapi("ProjectDeletionPreview");
+export const Preview = z.object({ projectId: z.string(), removes: Counts }).openapi("ProjectDeletionPreview");
 
 const preview = defineRoute({
   method: "get",

@@ -18,7 +18,7 @@ const SESSION_TTL_MS = 15 * 60 * 1000;
 /** What a session may do, within what its creator may do. */
 const SESSION_TAGS = ["project:read", "project:deployment:list"] as const;
 
-const DeploymentSchema = z
+export const DeploymentSchema = z
   .object({
     id: z.string(),
     environment: z.string(),

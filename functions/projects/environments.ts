@@ -12,7 +12,7 @@ import { createPreviewEnvironment, listEnvironments, type EnvironmentRow } from 
 import { BranchName, EnvironmentName, ProjectIdParam } from "./schema";
 import { findProject } from "./store";
 
-const EnvironmentSchema = z
+export const EnvironmentSchema = z
   .object({
     id: z.string(),
     name: z.string(),

@@ -13,7 +13,7 @@ const DeploymentRef = z
   .openapi("DeploymentRef");
 
 
-const InfoSchema = z
+export const InfoSchema = z
   .object({
     id: z.string(),
     runtime: z.object({

@@ -11,7 +11,7 @@ import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdatePro
 import { createProject, findProject, listProjects, mergeOptions, patchProject, projectView, projectViews, type ProjectSet } from "./store";
 
 const TAGS = ["Projects"];
-const ProjectPage = pageOf(ProjectSchema, "ProjectPage");
+export const ProjectPage = pageOf(ProjectSchema, "ProjectPage");
 const PAGING = `Oldest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; pass \`nextCursor\` as \`cursor\` for the next page.`;
 
 const list = defineRoute({

@@ -5,7 +5,11 @@
 import { and, eq } from "drizzle-orm";
 import { deployments, environments, envVars } from "../../shared/db/schema";
 import { newId } from "../../shared/ids";
-import { expectStatus, type Harness, type Member } from "./harness";
+import { DeploymentSchema } from "../../functions/projects/deployments";
+import { EnvironmentSchema } from "../../functions/projects/environments";
+import { ProjectSchema } from "../../functions/projects/schema";
+import { pageOf } from "../../shared/http/pagination";
+import { expectBody, expectStatus, type Harness, type Member } from "./harness";
 
 export type Project = { id: string; name: string; slug: string; status: string; [k: string]: any };
 
@@ -18,10 +22,10 @@ const nextDeploymentId = () => {
 
 export function projectHelpers(h: Harness) {
   const create = async (t: Member, json: Record<string, unknown> = {}) =>
-    expectStatus<Project>(await h.request("/api/projects", { token: t.token, json: { name: `proj ${newId("n")}`, ...json } }), 201);
+    (await expectBody(await h.request("/api/projects", { token: t.token, json: { name: `proj ${newId("n")}`, ...json } }), 201, ProjectSchema)) as Project;
   const call = (t: Member, path: string, init: { method?: string; json?: unknown; token?: string; org?: string } = {}) =>
     h.request(`/api/projects${path}`, { token: init.token ?? t.token, method: init.method, json: init.json, org: init.org });
-  const get = async (t: Member, id: string) => expectStatus<Project>(await call(t, `/${id}`), 200);
+  const get = async (t: Member, id: string) => (await expectBody(await call(t, `/${id}`), 200, ProjectSchema)) as Project;
   /** A deployment row, as the deployments API would write it. */
   const addDeployment = async (p: Project, status: "queued" | "building" | "ready" | "failed" = "ready", envName = "production") => {
     const [env] = await h.db
@@ -72,3 +76,7 @@ export function envTools(h: Harness) {
   };
   return { patchEnv, readEnv, storedSecret };
 }
+
+/** The list routes' pages, built as the routes build them (the shared page of the route's own item schema). */
+export const EnvironmentPage = pageOf(EnvironmentSchema, "EnvironmentPage");
+export const DeploymentPage = pageOf(DeploymentSchema, "DeploymentPage");
