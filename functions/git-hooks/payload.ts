@@ -5,24 +5,21 @@
  * the `payload` field of a form (`application/x-www-form-urlencoded`); both are read.
  */
 import { badRequest } from "../../shared/http/errors";
-import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, nestsDeeperThan, readBodyText } from "../../shared/http/json-body";
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, nestsDeeperThan, readBodyBytes } from "../../shared/http/json-body";
 
 /** Largest delivery accepted (413 past it, with or without Content-Length). */
 export const MAX_DELIVERY_BYTES = MAX_JSON_BODY_BYTES;
 
 export interface RawBody {
   text: string;
-  /**
-   * The bytes the signature is checked over. Re-encoding the decoded text gives back the
-   * bytes received for any UTF-8 body without a byte-order mark, which is what hosts send;
-   * anything else fails the signature check (fail closed).
-   */
+  /** The bytes received, exactly: what the signature is checked over. */
   bytes: Uint8Array<ArrayBuffer>;
 }
 
 export async function readRawBody(req: Request): Promise<RawBody> {
-  const text = await readBodyText(req, MAX_DELIVERY_BYTES);
-  return { text, bytes: new TextEncoder().encode(text) };
+  // The signature is over the exact bytes sent: keep them, and decode a copy for parsing.
+  const bytes = await readBodyBytes(req, MAX_DELIVERY_BYTES);
+  return { text: new TextDecoder().decode(bytes), bytes };
 }
 
 const FORM_TYPE = /^application\/x-www-form-urlencoded$/i;

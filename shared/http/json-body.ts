@@ -28,18 +28,17 @@ export const bodyTooLarge = (limit: number) =>
   new ApiError("payload_too_large", `The request body is larger than this route's limit of ${formatBytes(limit)} (${limit} bytes)`);
 
 /**
- * The body as text, read under `limit` bytes: a larger Content-Length is refused
+ * The body's bytes, read under `limit`: a larger Content-Length is refused
  * before a byte is read, and a body that grows past the limit is cut off (the
  * stream is cancelled; the server answers without reading the rest).
  */
-export async function readBodyText(req: Request, limit: number): Promise<string> {
+export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
   const declared = req.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) throw bodyTooLarge(limit);
-  if (!req.body) return "";
+  if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
-  const decoder = new TextDecoder();
+  const chunks: Uint8Array[] = [];
   let size = 0;
-  let text = "";
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -48,9 +47,20 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
       await reader.cancel().catch(() => {});
       throw bodyTooLarge(limit);
     }
-    text += decoder.decode(value, { stream: true });
+    chunks.push(value);
   }
-  return text + decoder.decode();
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
+}
+
+/** The body as text (UTF-8), read under `limit` bytes like readBodyBytes. */
+export async function readBodyText(req: Request, limit: number): Promise<string> {
+  return new TextDecoder().decode(await readBodyBytes(req, limit));
 }
 
 /** True when arrays/objects nest deeper than `max`; one pass, strings skipped, malformed text left to JSON.parse. */
