@@ -56,7 +56,8 @@ async function listRepository(c: AppContext, project: ProjectRow, repository: Re
   try {
     token = await cloneTokenFor(c.get("db"), c.get("keyring"), project, callerOf(c).userId);
   } catch (e) {
-    if (e instanceof KeyringError) throw new ApiError("conflict", "The stored clone token cannot be decrypted (its key was removed from SECRET_KEYS): set it again");
+    if (e instanceof KeyringError)
+      throw new ApiError("conflict", "The stored clone token cannot be decrypted (its key was removed from SECRET_KEYS): set it again");
     throw e;
   }
   return listRemote(url, { fetch: git.fetch, credentials: token ? tokenCredentials(repository.provider, token) : null });
@@ -124,7 +125,8 @@ async function gitView(c: AppContext, row: ProjectRow, hook?: HookRow): Promise<
 }
 
 const Owner = z.string().min(1).max(255).openapi({
-  description: "The user, organization or workspace (on GitLab also `group/subgroup`): letters, digits, `_`, `.` and `-` per segment, at most 100 characters each",
+  description:
+    "The user, organization or workspace (on GitLab also `group/subgroup`): letters, digits, `_`, `.` and `-` per segment, at most 100 characters each",
 });
 const Repo = z.string().min(1).max(104).openapi({ description: "The repository name (a trailing `.git` is dropped): letters, digits, `_`, `.` and `-`" });
 const Provider = z.enum(GIT_PROVIDERS).openapi({
@@ -252,7 +254,10 @@ const autoDeploy = defineRoute({
     "On: a push to the deploy branch, delivered to `webhookUrl` and signed with the secret, deploys it. The first time it is turned on, the project's push hook is created: its `webhookUrl` and its `webhookSecret`, which is returned only in that answer (encrypted at rest, never shown again). Off keeps the hook, so the URL in the git host stays valid and turning it on again needs no new setup. Turning it on needs a linked repository (409).",
   permission: "project:write",
   request: { ...ProjectParams, body: jsonRequest(z.strictObject({ enabled: z.boolean() }).openapi("GitAutoDeployBody")) },
-  responses: { 200: jsonResponse(AutoDeployResult, "The project's git source, with the secret when the hook was just created"), 409: { description: "The project has no linked repository" } },
+  responses: {
+    200: jsonResponse(AutoDeployResult, "The project's git source, with the secret when the hook was just created"),
+    409: { description: "The project has no linked repository" },
+  },
 });
 
 const webhookDomain = defineRoute({

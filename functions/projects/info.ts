@@ -12,7 +12,6 @@ const DeploymentRef = z
   .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), commitSha: z.string().nullable(), createdAt: z.string(), finishedAt: z.string().nullable() })
   .openapi("DeploymentRef");
 
-
 export const InfoSchema = z
   .object({
     id: z.string(),

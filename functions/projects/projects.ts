@@ -64,7 +64,7 @@ const update = defineRoute({
   tags: TAGS,
   summary: "Update a project's configuration (any subset of the create body)",
   description:
-    "Send only the fields to change; `null` clears an optional field (`framework` goes back to detection with `auto`). Each field is written by one statement touching only that field, so concurrent updates of different fields lose nothing. The slug and the free route do not follow a rename.",
+    "Send only the fields to change; `null` clears an optional field (`framework` goes back to detection with `auto`). Each field is written by one statement touching only that field, so concurrent updates of different fields lose nothing. The slug and the free route do not follow a rename. `gitProvider`, `gitOwner`, `gitRepo` and `gitBranch` are recorded as given without asking the git host (the project then reads `git.linked: true` with `git.linkedAt: null`); POST /api/projects/{id}/git/link checks the repository on its host and detects its default branch.",
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(UpdateProjectBody) },
   responses: { 200: jsonResponse(ProjectSchema, "The updated project") },

@@ -119,6 +119,19 @@ describe("OpenAPI document", () => {
     expect(responses("/api/notifications/channels/{id}/test", "post")).toContain("429");
     expect(responses("/api/projects/folder/session", "post")).toContain("429");
     expect(doc.paths["/api/projects/folder/session"].post.responses["429"].headers["Retry-After"]).toBeDefined();
+    // Git source: the host unreachable (502), no linked repository (409).
+    expect(responses("/api/projects/{id}/git/link", "post")).toEqual(expect.arrayContaining(["400", "404", "502"]));
+    expect(responses("/api/projects/{id}/branches", "get")).toEqual(expect.arrayContaining(["400", "404", "409", "502"]));
+    expect(responses("/api/projects/{id}/branch", "post")).toEqual(expect.arrayContaining(["400", "404", "409", "502"]));
+    expect(responses("/api/projects/{id}/commit-status", "get")).toEqual(expect.arrayContaining(["404", "409"]));
+    expect(responses("/api/projects/{id}/auto-deploy", "post")).toEqual(expect.arrayContaining(["400", "404", "409"]));
+    expect(responses("/api/projects/{id}/webhook-domain", "post")).toEqual(expect.arrayContaining(["400", "404"]));
+    for (const [path, method] of [["/api/projects/{id}/git", "get"], ["/api/projects/{id}/branches", "get"], ["/api/projects/{id}/commit-status", "get"]]) {
+      expect(doc.paths[path!][method!]["x-permission"], path).toBe("project:read");
+    }
+    for (const path of ["/api/projects/{id}/git/link", "/api/projects/{id}/branch", "/api/projects/{id}/auto-deploy", "/api/projects/{id}/webhook-domain"]) {
+      expect(doc.paths[path].post["x-permission"], path).toBe("project:write");
+    }
   });
 
   it("states the body limit of every operation that takes a JSON body, and its 413", () => {

@@ -33,6 +33,13 @@ const VALID: Record<string, { body?: unknown; query?: string }> = {
   "get /api/projects/{id}/deployments": { query: "?limit=5" },
   "post /api/projects/{id}/deployment-session": {},
   "post /api/projects/{id}/connect": { body: { domain: "scoping.example.com" } },
+  "post /api/projects/{id}/git/link": { body: { provider: "gitea", owner: "acme", repo: "site" } },
+  "get /api/projects/{id}/git": {},
+  "get /api/projects/{id}/branches": { query: "?limit=5&q=main" },
+  "post /api/projects/{id}/branch": { body: { branch: "main" } },
+  "get /api/projects/{id}/commit-status": {},
+  "post /api/projects/{id}/auto-deploy": { body: { enabled: true } },
+  "post /api/projects/{id}/webhook-domain": { body: { domain: "hooks.example.com" } },
 };
 
 const METHODS = ["get", "put", "post", "patch", "delete"] as const;
