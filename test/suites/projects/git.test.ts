@@ -25,7 +25,7 @@ const control = gitServerControl(serverUrl);
 const post = (t: Member, p: Project, path: string, json: unknown) => call(t, `/${p.id}${path}`, { method: "POST", json });
 const link = (t: Member, p: Project, repo: Pick<TestRepo, "owner" | "repo">, extra: Record<string, unknown> = {}) =>
   post(t, p, "/git/link", { provider: "gitea", owner: repo.owner, repo: repo.repo, ...extra });
-const linked = async (t: Member, p: Project, repo: TestRepo, extra: Record<string, unknown> = {}) =>
+const linked = async (t: Member, p: Project, repo: Pick<TestRepo, "owner" | "repo">, extra: Record<string, unknown> = {}) =>
   expectBody(await link(t, p, repo, extra), 200, GitSourceSchema);
 const readGit = async (t: Member, p: Project) => expectBody(await call(t, `/${p.id}/git`), 200, GitSourceSchema);
 
