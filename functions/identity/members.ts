@@ -13,7 +13,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { listMembers, removeMember, setMemberRole, type MemberRow } from "./members-store";
 import { OrgIdParam, RoleSchema } from "./schema";
 
-const MemberSchema = z
+export const MemberSchema = z
   .object({ userId: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joinedAt: z.string() })
   .openapi("Member");
 

@@ -19,7 +19,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { Name, TagSchema } from "./schema";
 import { issueToken, listPersonalTokens, revokePersonalToken, type TokenRow } from "./store";
 
-const TokenSchema = z
+export const TokenSchema = z
   .object({
     id: z.string(),
     name: z.string(),
@@ -30,7 +30,7 @@ const TokenSchema = z
   })
   .openapi("Token");
 
-const CreatedTokenSchema = TokenSchema.extend({
+export const CreatedTokenSchema = TokenSchema.extend({
   token: z.string().openapi({ description: "The secret; shown only in this response" }),
 }).openapi("CreatedToken");
 
