@@ -118,7 +118,7 @@ export const DeploymentSummary = z
 
 export const LastPushSchema = z
   .object({ commit: z.string(), branch: z.string().nullable(), at: z.string() })
-  .openapi("GitLastPush", { description: "The last push the push webhook recorded for the deploy branch or any other" });
+  .openapi("GitLastPush", { description: "The last push to the deploy branch that the push webhook accepted with auto-deploy on (the commit a deploy would take); pushes to other branches and tags are not recorded here" });
 
 const GIT_BRANCH_DOC = "The deploy branch: the one set by `git/link` or `branch` (the repository's default branch when link named none); null when the repository was named by PATCH without a branch and never linked";
 
