@@ -1,0 +1,70 @@
+/** Notifications (functions/notifications/events.ts): POST /api/notifications/events and its fan-out. */
+import { describe, expect, it } from "vitest";
+import { ChannelSchema, SubscriptionSchema } from "../../../functions/notifications/schema";
+import { expectBody, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
+import { notificationsHelpers } from "../../support/notifications";
+import { useRuntimeHarness } from "../../support/runtime";
+
+const h = useRuntimeHarness();
+const { get, send, subscriptions, emit, inApp } = notificationsHelpers(h);
+
+describe("notifications: events", () => {
+  it("fans an event out to members with an enabled subscription on an enabled, verified channel", async () => {
+    const t = await seedTenant(h);
+    const yes = await seedMember(h, t.orgId, "member");
+    const unsubscribed = await seedMember(h, t.orgId, "viewer");
+    const disabledChannel = await seedMember(h, t.orgId, "member");
+    const outsider = await seedTenant(h);
+
+    const sub = (await subscriptions(unsubscribed)).find((s) => s.category === "build.failed")!;
+    await expectBody(
+      await send("PUT", unsubscribed.token, "/subscriptions", { category: "build.failed", channelId: sub.channelId, enabled: false }),
+      200,
+      SubscriptionSchema,
+    );
+    const bell = await inApp(disabledChannel);
+    await expectBody(await send("PATCH", disabledChannel.token, `/channels/${bell.id}`, { enabled: false }), 200, ChannelSchema);
+
+    const result = await emit(t, { category: "build.failed", title: "Build 42 failed", message: "exit code 1", projectId: "prj_1", data: { build: 42 } });
+    expect(result).toMatchObject({ recipients: 2, sends: 0 });
+    expect(result.eventId).toMatch(/^nevt_/);
+    for (const m of [t, yes]) expect((await expectStatus(await get(m.token, "/deliveries/unseen-count"), 200)).count).toBe(1);
+    for (const m of [unsubscribed, disabledChannel, outsider]) expect((await expectStatus(await get(m.token, "/deliveries/unseen-count"), 200)).count).toBe(0);
+
+    const entry = (await expectStatus(await get(yes.token, "/deliveries"), 200)).items[0];
+    expect(entry).toMatchObject({
+      eventId: result.eventId,
+      category: "build.failed",
+      title: "Build 42 failed",
+      message: "exit code 1",
+      projectId: "prj_1",
+      data: { build: 42 },
+      seen: false,
+      seenAt: null,
+      sends: [],
+    });
+
+    // A category nobody subscribes to by default reaches nobody.
+    expect(await emit(t, { category: "deploy.succeeded", title: "shipped" })).toMatchObject({ recipients: 0, sends: 0 });
+  });
+
+  it("a removed member is not told", async () => {
+    const t = await seedTenant(h);
+    const gone = await seedMember(h, t.orgId, "member");
+    expect((await h.request(`/api/orgs/${t.orgId}/members/${gone.userId}`, { method: "DELETE", token: t.token })).status).toBe(204);
+    expect(await emit(t, { category: "deploy.failed", title: "after removal" })).toMatchObject({ recipients: 1 });
+  });
+
+  it("validates events and needs notifications:admin", async () => {
+    const t = await seedTenant(h);
+    const member = await seedMember(h, t.orgId, "member");
+    await expectProblem(await send("POST", member.token, "/events", { category: "deploy.failed", title: "x" }), 403);
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.kaboom", title: "x" }), 400, "category");
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.failed" }), 400, "title");
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.failed", title: " " }), 400, "title");
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.failed", title: "x", data: [1] }), 400, "data");
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.failed", title: "x", data: { big: "x".repeat(17_000) } }), 400, "data");
+    await expectProblem(await send("POST", t.token, "/events", { category: "deploy.failed", title: "x", severity: "high" }), 400, "severity");
+    expect((await expectStatus(await get(t.token, "/deliveries/unseen-count"), 200)).count).toBe(0);
+  });
+});
