@@ -33,14 +33,17 @@ export async function lastDeployment(ex: Executor, projectId: string): Promise<D
   return last;
 }
 
-/** The newest ready production deployment: the one serving. */
+/**
+ * The production deployment that serves: the current one; a ready row nobody made
+ * current (written straight into the table, as tests do) counts when none is.
+ */
 export async function servingDeployment(ex: Executor, projectId: string): Promise<DeploymentRow | undefined> {
   const [serving] = await ex
     .select({ d: deployments })
     .from(deployments)
     .innerJoin(environments, eq(environments.id, deployments.environmentId))
     .where(and(eq(deployments.projectId, projectId), eq(deployments.status, "ready"), eq(environments.kind, "production")))
-    .orderBy(desc(deployments.id))
+    .orderBy(desc(deployments.current), desc(deployments.id))
     .limit(1);
   return serving?.d;
 }

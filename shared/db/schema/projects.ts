@@ -126,7 +126,13 @@ export const domains = pgTable(
   ],
 );
 
-/** Written by the deployments API; read here (GET /api/projects/:id/deployments). */
+export const DEPLOYMENT_SOURCES = ["git", "upload", "local"] as const;
+
+/**
+ * One attempt to run one environment of one project from one pinned source
+ * (shared/design/DEPLOY.md). The table is also the runner's queue: a runner
+ * claims a `queued` row and holds `lease_expires_at` while it works.
+ */
 export const deployments = pgTable(
   "deployments",
   {
@@ -135,12 +141,46 @@ export const deployments = pgTable(
     projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
     environmentId: text("environment_id").notNull().references(() => environments.id, { onDelete: "cascade" }),
     status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull().default("queued"),
+    /** Rows written before sources were recorded were git deployments. */
+    source: text("source", { enum: DEPLOYMENT_SOURCES }).notNull().default("git"),
+    gitProvider: text("git_provider"),
+    gitOwner: text("git_owner"),
+    gitRepo: text("git_repo"),
     branch: text("branch"),
     commitSha: text("commit_sha"),
+    /** Upload: the tarball's key in the upload store, and the session it came from. */
+    artifactKey: text("artifact_key"),
+    uploadSessionId: text("upload_session_id"),
+    /** The one ready deployment of its environment that serves (deployments_one_current_idx). */
+    current: boolean("current").notNull().default(false),
+    failureReason: text("failure_reason"),
+    createdBy: text("created_by").references(() => users.id, { onDelete: "set null" }),
+    /** The runner holding the job and until when (renewed while it works; past it the job is claimable again). */
+    claimedBy: text("claimed_by"),
+    leaseExpiresAt: ts("lease_expires_at"),
     createdAt: createdAt(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
     finishedAt: ts("finished_at"),
   },
-  (t) => [index("deployments_project_idx").on(t.projectId, t.id)],
+  (t) => [
+    index("deployments_project_idx").on(t.projectId, t.id),
+    uniqueIndex("deployments_one_current_idx").on(t.environmentId).where(sql`${t.current}`),
+    index("deployments_queue_idx").on(t.id).where(sql`${t.status} = 'queued'`),
+    check("deployments_current_ready", sql`not ${t.current} or ${t.status} = 'ready'`),
+  ],
+);
+
+/** Every status a deployment went through, with its time (the creation's `queued` included). */
+export const deploymentTransitions = pgTable(
+  "deployment_transitions",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    deploymentId: text("deployment_id").notNull().references(() => deployments.id, { onDelete: "cascade" }),
+    status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
+    at: ts("at").notNull().defaultNow(),
+  },
+  (t) => [index("deployment_transitions_deployment_idx").on(t.deploymentId, t.at)],
 );
 
 export const UPLOAD_TARGETS = ["relay", "presigned"] as const;
