@@ -5,9 +5,11 @@
  * scan, ensure.
  */
 import { and, eq } from "drizzle-orm";
+import { expect } from "vitest";
 import { projects, uploadSessions } from "../../shared/db/schema";
 import type { UploadStorage } from "../../shared/storage/types";
-import { expectStatus, type Harness, type Member } from "./harness";
+import { ScanResultSchema, UploadTargetSchema } from "../../functions/projects/folder/schema";
+import { expectBody, type Harness, type Member } from "./harness";
 
 /** What the folder suites need beyond the Harness: the store behind the sessions and the runtime's sweep. */
 export type FolderHarness = Harness & { uploadStore: UploadStorage; sweepUploads(now?: Date): Promise<void> };
@@ -35,7 +37,11 @@ export function folderClient(h: Harness) {
    */
   const openSession = async (t: Member, hint?: Record<string, unknown>): Promise<Target> => {
     const body = hint ?? (presigned() ? { sizeBytes: 1 } : undefined);
-    return expectStatus<Target>(await h.request("/api/projects/folder/session", { token: t.token, ...(body ? { json: body } : { method: "POST" }) }), 201);
+    return expectBody(
+      await h.request("/api/projects/folder/session", { token: t.token, ...(body ? { json: body } : { method: "POST" }) }),
+      201,
+      UploadTargetSchema,
+    );
   };
 
   /** A presigned target signed for this many bytes: the same session's key, as a session opened with that size would get. */
@@ -69,7 +75,7 @@ export function folderClient(h: Harness) {
   const uploadAndScan = async (t: Member, bytes: Uint8Array) => {
     const target = await openSession(t, { name: "fixture", sizeBytes: bytes.length });
     await upload(t, target, bytes);
-    const result = await expectStatus<Record<string, any>>(await scan(t, target.sessionId), 200);
+    const result = await expectBody(await scan(t, target.sessionId), 200, ScanResultSchema);
     return { target, result };
   };
 
@@ -95,4 +101,21 @@ export function folderClient(h: Harness) {
     store: () => fh().uploadStore,
     sweep: (now?: Date) => fh().sweepUploads(now),
   };
+}
+
+export const MASK = "••••••••";
+
+export const NEXT_APP = {
+  "package.json": JSON.stringify({ name: "web", scripts: { build: "next build", start: "next start" }, dependencies: { next: "15.0.0", react: "19.0.0" } }),
+  "pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+  "app/page.tsx": "export default function Page() { return null }\n",
+};
+
+/** Problem bodies compared byte for byte, without the per-request id. */
+export async function problemWithoutId(res: Response, status: number) {
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  const { requestId, ...rest } = JSON.parse(text);
+  expect(requestId).toMatch(/^req_/);
+  return rest;
 }

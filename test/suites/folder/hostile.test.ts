@@ -4,8 +4,9 @@
  * The fixtures are built here, gzip bomb and a million entries included.
  */
 import { describe, expect, it } from "vitest";
+import { ScanResultSchema } from "../../../functions/projects/folder/schema";
 import { folderClient } from "../../support/folder-client";
-import { expectProblem, expectStatus, seedTenant } from "../../support/harness";
+import { expectBody, expectProblem, seedTenant } from "../../support/harness";
 import { gzip, manyEntriesArchive, paxFloodArchive, tar, tgz, zerosArchive, type FixtureEntry } from "../../support/tar-fixtures";
 import { useRuntimeHarness } from "../../support/runtime";
 
@@ -104,7 +105,7 @@ describe("folder upload: hostile archives", () => {
 
       // The session is still usable: a good upload replaces the bad one.
       await c.upload(t, target, await tgz({ "index.html": "<p>ok</p>" }));
-      expect(await expectStatus(await c.scan(t, target.sessionId), 200)).toMatchObject({ framework: "static" });
+      expect(await expectBody(await c.scan(t, target.sessionId), 200, ScanResultSchema)).toMatchObject({ framework: "static" });
     }, 120_000);
   }
 });
