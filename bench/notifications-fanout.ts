@@ -101,7 +101,9 @@ async function seed(db: Db, keyring: Awaited<ReturnType<typeof createKeyring>>, 
     where c.org_id = ${org.id} and c.kind = 'in_app' and c.user_id <> ${owner.id}`);
 
   // One webhook channel per member, each with its own signing secret, encrypted and bound to its row.
-  const users = (await db.execute(sql`select user_id as id from memberships where org_id = ${org.id} order by user_id`)) as unknown as { rows: { id: string }[] };
+  const users = (await db.execute(sql`select user_id as id from memberships where org_id = ${org.id} order by user_id`)) as unknown as {
+    rows: { id: string }[];
+  };
   let sampleSecret = "";
   const rows = [];
   for (const u of users.rows) {
@@ -164,7 +166,13 @@ async function main() {
     log(`seeded in ${ms(seedStart, performance.now())}`);
 
     const outbound = createNodeOutbound({ allowPrivate: true });
-    const engine = createDeliveryEngine({ db, keyring, transports: { outbound }, logger: silentLogger, policy: { concurrency: CONCURRENCY, batchSize: BATCH } });
+    const engine = createDeliveryEngine({
+      db,
+      keyring,
+      transports: { outbound },
+      logger: silentLogger,
+      policy: { concurrency: CONCURRENCY, batchSize: BATCH },
+    });
     const app = createApp({
       services: () => ({ db, keyring, config: { mode: "self-hosted", sharedDomain: "bench.test" }, outbound, wakeDeliveries: () => engine.wake() }),
       logger: silentLogger,
@@ -199,7 +207,9 @@ async function main() {
     const t2 = performance.now();
     await engine.stop();
 
-    const feed = (await db.execute(sql`select count(*)::int as n from notification_deliveries where org_id = ${seeded.orgId}`)) as unknown as { rows: { n: number }[] };
+    const feed = (await db.execute(sql`select count(*)::int as n from notification_deliveries where org_id = ${seeded.orgId}`)) as unknown as {
+      rows: { n: number }[];
+    };
     const hits = [...receiver.ids.values()].reduce((a, b) => a + b, 0);
     const duplicates = [...receiver.ids.values()].filter((n) => n > 1).length;
     const sample = receiver.sample()!;
@@ -208,8 +218,15 @@ async function main() {
       const signed = `${sample.headers["webhook-id"]}.${sample.headers["webhook-timestamp"]}.${sample.body}`;
       const sig = String(sample.headers["webhook-signature"]).slice(3);
       for (const [channelId, ciphertext] of seeded.secrets) {
-        const { signingSecret } = JSON.parse(await keyring.decrypt(ciphertext, { orgId: seeded.orgId, table: "notification_channels", column: "secret", rowId: channelId }));
-        if (createHmac("sha256", Buffer.from(signingSecret.slice(6), "base64")).update(signed).digest("base64") === sig) return true;
+        const { signingSecret } = JSON.parse(
+          await keyring.decrypt(ciphertext, { orgId: seeded.orgId, table: "notification_channels", column: "secret", rowId: channelId }),
+        );
+        if (
+          createHmac("sha256", Buffer.from(signingSecret.slice(6), "base64"))
+            .update(signed)
+            .digest("base64") === sig
+        )
+          return true;
       }
       return false;
     })();
@@ -221,7 +238,9 @@ async function main() {
     log(`POST /events (fan-out)       ${ms(t0, t1)}, ${statements} SQL statements including auth, begin and commit`);
     log(`until every send recorded    ${ms(t0, t2)} (delivered ${state.delivered}, failed ${state.failed})`);
     log(`delivery throughput          ${((state.delivered / (t2 - t1)) * 1000).toFixed(0)} sends/s (engine concurrency ${CONCURRENCY}, batch ${BATCH})`);
-    log(`receiver                     ${hits} requests, ${receiver.ids.size} distinct webhook-ids, ${duplicates} duplicated; sample signature ${signatureOk ? "valid" : "INVALID"}`);
+    log(
+      `receiver                     ${hits} requests, ${receiver.ids.size} distinct webhook-ids, ${duplicates} duplicated; sample signature ${signatureOk ? "valid" : "INVALID"}`,
+    );
     if (state.delivered !== body.sends || duplicates > 0 || hits !== body.sends || !signatureOk) process.exitCode = 1;
   } finally {
     clearTimeout(watchdog);

@@ -194,9 +194,7 @@ async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Pr
   const result = await load(t, SECONDS);
   const stats = await ask<ChildStats>(child, "stats", "stats");
   if (result.errors || result.non2xx || result.timeouts || result["2xx"] === 0) {
-    throw new Error(
-      `${t.name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx of ${result.requests.total} requests`,
-    );
+    throw new Error(`${t.name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx of ${result.requests.total} requests`);
   }
   return {
     target: t,

@@ -100,7 +100,11 @@ const targets: Array<{ label: string; argv: string[] }> = [
   { label: command, argv: ["sh", "-c", `exec ${command}`] },
   {
     label: "floor: bare node -e HTTP server",
-    argv: [process.execPath, "-e", "require('http').createServer((q,s)=>s.end('ok')).listen(+process.env.PORT,'127.0.0.1');process.on('SIGTERM',()=>process.exit(0))"],
+    argv: [
+      process.execPath,
+      "-e",
+      "require('http').createServer((q,s)=>s.end('ok')).listen(+process.env.PORT,'127.0.0.1');process.on('SIGTERM',()=>process.exit(0))",
+    ],
   },
 ];
 

@@ -87,7 +87,11 @@ const pad = (size: number) => Buffer.alloc((512 - (size % 512)) % 512);
 async function makeTarball(file: string, target: number): Promise<{ files: number; size: number }> {
   let files = 0;
   async function* entries(): AsyncGenerator<Buffer> {
-    yield* [header("package.json", 80), Buffer.from(JSON.stringify({ name: "bench", scripts: { build: "vite build" }, devDependencies: { vite: "5" } }).padEnd(80)), pad(80)];
+    yield* [
+      header("package.json", 80),
+      Buffer.from(JSON.stringify({ name: "bench", scripts: { build: "vite build" }, devDependencies: { vite: "5" } }).padEnd(80)),
+      pad(80),
+    ];
     files++;
     for (let i = 0; i < SMALL_FILES; i++) {
       const text = Buffer.from(`// module ${i}\nexport function f${i}(x) {\n  return x * ${i} + ${randomBytes(4).readUInt32LE()};\n}\n`.repeat(20));
@@ -197,10 +201,19 @@ async function bench() {
     const file = process.env.BENCH_TARBALL ? resolve(process.env.BENCH_TARBALL) : join(work, "folder.tar.gz");
     const t0 = performance.now();
     const fixture = existsSync(file)
-      ? { size: statSync(file).size, files: Number(spawnSync("tar", ["-tzf", file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).stdout.trim().split("\n").length) }
+      ? {
+          size: statSync(file).size,
+          files: Number(
+            spawnSync("tar", ["-tzf", file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+              .stdout.trim()
+              .split("\n").length,
+          ),
+        }
       : await makeTarball(file, MAX_UPLOAD_BYTES - 6 * 1024 * 1024 - SMALL_FILES * 80);
     if (fixture.size > MAX_UPLOAD_BYTES) throw new Error(`fixture too large: ${fixture.size}`);
-    console.log(`tarball: ${fixture.size} bytes (${fmt(fixture.size)}, ${(fixture.size / 1024 / 1024).toFixed(1)} MiB), ${fixture.files} files, ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `tarball: ${fixture.size} bytes (${fmt(fixture.size)}, ${(fixture.size / 1024 / 1024).toFixed(1)} MiB), ${fixture.files} files, ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     // First start runs PGlite's initdb (a large one-off RSS peak): measure a restarted server, as in production.
     const dataDir = join(work, "data");
@@ -225,12 +238,18 @@ async function bench() {
     console.log("\nrelay (server process: self-hosted adapter, PGlite)");
     // The first large upload after start also grows V8's heaps to their working size; later ones show the steady state.
     const relay: Array<{ label: string; mbps: number; growth: number }> = [];
-    for (const [label, withLength] of [["cold, Content-Length", true], ["warm, chunked", false], ["warm, Content-Length", true]] as const) {
+    for (const [label, withLength] of [
+      ["cold, Content-Length", true],
+      ["warm, chunked", false],
+      ["warm, Content-Length", true],
+    ] as const) {
       const session = await api(started.url, token, "/api/projects/folder/session", { sizeBytes: fixture.size });
       const baseline = rssOf(pid);
       const { peak, ms } = await sampled(pid, () => relayUpload(session.absoluteUrl, token, file, fixture.size, withLength));
       relay.push({ label, mbps: fixture.size / MB / (ms / 1000), growth: peak - baseline });
-      console.log(`  ${label.padEnd(22)} ${(ms / 1000).toFixed(2)} s  ${(fixture.size / MB / (ms / 1000)).toFixed(0)} MB/s  RSS ${mem(baseline)} → peak ${mem(peak)} (+${mem(peak - baseline)} = ${fmt(peak - baseline)})`);
+      console.log(
+        `  ${label.padEnd(22)} ${(ms / 1000).toFixed(2)} s  ${(fixture.size / MB / (ms / 1000)).toFixed(0)} MB/s  RSS ${mem(baseline)} → peak ${mem(peak)} (+${mem(peak - baseline)} = ${fmt(peak - baseline)})`,
+      );
     }
 
     console.log(`\nscan vs tar -tzf (${ROUNDS} rounds, medians)`);
@@ -247,7 +266,10 @@ async function bench() {
       if (result.files !== fixture.files) throw new Error(`scan saw ${result.files} files, expected ${fixture.files}`);
       apiRuns.push({ ms, growth: peak - baseline });
 
-      for (const [which, runs] of [["node", soloRuns], ["web", webRuns]] as const) {
+      for (const [which, runs] of [
+        ["node", soloRuns],
+        ["web", webRuns],
+      ] as const) {
         const solo = spawnSync(process.execPath, ["--import", "tsx", join(HERE, "upload.ts"), "--scan", file, which], { cwd: ROOT, encoding: "utf8" });
         if (solo.status !== 0) throw new Error(`stand-alone scan failed: ${solo.stderr}`);
         const s = JSON.parse(solo.stdout.trim().split("\n").pop()!);
@@ -267,9 +289,13 @@ async function bench() {
     const apiMs = median(apiRuns.map((r) => r.ms));
     const soloMs = median(soloRuns.map((r) => r.ms));
     console.log(`  tar -tzf               ${(tarMs / 1000).toFixed(2)} s  peak RSS ${mem(tarRss)}`);
-    console.log(`  scan, stand-alone      ${(soloMs / 1000).toFixed(2)} s  peak RSS ${mem(median(soloRuns.map((r) => r.peak)))} (+${mem(median(soloRuns.map((r) => r.growth)))} over the process's baseline)`);
+    console.log(
+      `  scan, stand-alone      ${(soloMs / 1000).toFixed(2)} s  peak RSS ${mem(median(soloRuns.map((r) => r.peak)))} (+${mem(median(soloRuns.map((r) => r.growth)))} over the process's baseline)`,
+    );
     const webMs = median(webRuns.map((r) => r.ms));
-    console.log(`  (DecompressionStream)  ${(webMs / 1000).toFixed(2)} s  peak RSS ${mem(median(webRuns.map((r) => r.peak)))} (+${mem(median(webRuns.map((r) => r.growth)))}); the Worker's gunzip, here on Node`);
+    console.log(
+      `  (DecompressionStream)  ${(webMs / 1000).toFixed(2)} s  peak RSS ${mem(median(webRuns.map((r) => r.peak)))} (+${mem(median(webRuns.map((r) => r.growth)))}); the Worker's gunzip, here on Node`,
+    );
     console.log(`  scan, through the API  ${(apiMs / 1000).toFixed(2)} s  server RSS +${mem(median(apiRuns.map((r) => r.growth)))}`);
 
     const cold = relay[0]!.growth;
@@ -278,9 +304,13 @@ async function bench() {
     console.log("\nsummary");
     console.log(`  relay throughput       ${relay.map((r) => `${r.mbps.toFixed(0)} MB/s (${r.label})`).join(", ")}`);
     console.log(`  relay RSS growth       cold +${mem(cold)} (target < 64 MiB: ${verdict(cold)}), warm +${mem(warm)} (${verdict(warm)})`);
-    console.log(`  scan / tar time        ${(soloMs / tarMs).toFixed(2)} stand-alone, ${(apiMs / tarMs).toFixed(2)} through the API (target <= 1.50: ${soloMs / tarMs <= 1.5 ? "met" : "NOT met"})`);
+    console.log(
+      `  scan / tar time        ${(soloMs / tarMs).toFixed(2)} stand-alone, ${(apiMs / tarMs).toFixed(2)} through the API (target <= 1.50: ${soloMs / tarMs <= 1.5 ? "met" : "NOT met"})`,
+    );
     console.log(`  scan / tar time, DecompressionStream on Node: ${(webMs / tarMs).toFixed(2)} (informational: the Worker uses it, on workerd)`);
-    console.log(`  scan / tar peak RSS    ${(median(soloRuns.map((r) => r.peak)) / tarRss).toFixed(1)}× (whole stand-alone process, runtime and loaded modules included); the scan's own growth: +${mem(median(soloRuns.map((r) => r.growth)))} against tar's whole ${mem(tarRss)}`);
+    console.log(
+      `  scan / tar peak RSS    ${(median(soloRuns.map((r) => r.peak)) / tarRss).toFixed(1)}× (whole stand-alone process, runtime and loaded modules included); the scan's own growth: +${mem(median(soloRuns.map((r) => r.growth)))} against tar's whole ${mem(tarRss)}`,
+    );
   } finally {
     stop();
   }

@@ -50,9 +50,11 @@ async function call<T>(opts: DeployOptions, path: string, body: unknown): Promis
   const headers: Record<string, string> = { authorization: `Bearer ${opts.token}` };
   if (opts.org) headers["x-organization-id"] = opts.org;
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${apiBase(opts.api)}${path}`, { method: "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch((e) => {
-    throw new CliError(`POST ${path}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
-  });
+  const res = await fetch(`${apiBase(opts.api)}${path}`, { method: "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch(
+    (e) => {
+      throw new CliError(`POST ${path}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
+    },
+  );
   const text = await res.text();
   const parsed = text ? JSON.parse(text) : undefined;
   if (!res.ok) {
@@ -98,7 +100,12 @@ async function upload(opts: DeployOptions, target: Target, file: string, size: n
     sent += chunk.length;
     bar.update(sent);
   });
-  const res = await fetch(target.absoluteUrl, { method: target.method, headers, body: Readable.toWeb(source) as ReadableStream, duplex: "half" } as RequestInit).catch((e) => {
+  const res = await fetch(target.absoluteUrl, {
+    method: target.method,
+    headers,
+    body: Readable.toWeb(source) as ReadableStream,
+    duplex: "half",
+  } as RequestInit).catch((e) => {
     throw new CliError(`Upload failed: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
   });
   const text = await res.text();
@@ -157,7 +164,8 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
     await packFolder(folder, tarball, listing);
     const size = (await stat(tarball)).size;
     opts.log(`Packed ${listing.files.length} files into ${mb(size)}\n`);
-    if (size > MAX_UPLOAD_BYTES) throw new CliError(`The tarball is ${mb(size)}; the limit is ${mb(MAX_UPLOAD_BYTES)}. Add what is not needed to .gitignore or .dockerignore.`);
+    if (size > MAX_UPLOAD_BYTES)
+      throw new CliError(`The tarball is ${mb(size)}; the limit is ${mb(MAX_UPLOAD_BYTES)}. Add what is not needed to .gitignore or .dockerignore.`);
 
     const name = opts.name ?? basename(folder);
     const { body: target } = await call<Target>(opts, "/api/projects/folder/session", { name: name.slice(0, 255), sizeBytes: size });
@@ -166,7 +174,9 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
     opts.log(`Detected ${scan.stack} (${scan.framework})${scan.services ? `, ${scan.services.length} services` : ""}\n`);
 
     const fromScan = Object.fromEntries(
-      (["framework", "buildCommand", "installCommand", "startCommand", "outputDirectory", "services"] as const).filter((k) => scan[k] !== null && scan[k] !== undefined).map((k) => [k, scan[k]]),
+      (["framework", "buildCommand", "installCommand", "startCommand", "outputDirectory", "services"] as const)
+        .filter((k) => scan[k] !== null && scan[k] !== undefined)
+        .map((k) => [k, scan[k]]),
     );
     const ensured = await call<EnsuredAnswer>(opts, "/api/projects/ensure", {
       name,

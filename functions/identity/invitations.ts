@@ -44,10 +44,7 @@ const accept = defineRoute({
   permission: "public",
   request: { body: jsonRequest(z.strictObject({ code: z.string().min(1).max(200), name: Name.optional() })) },
   responses: {
-    200: jsonResponse(
-      z.object({ user: UserSchema, organizationId: z.string(), token: z.string().nullable() }).openapi("AcceptedInvitation"),
-      "Joined",
-    ),
+    200: jsonResponse(z.object({ user: UserSchema, organizationId: z.string(), token: z.string().nullable() }).openapi("AcceptedInvitation"), "Joined"),
     409: {
       description:
         "Already a member of the organization; or an account with the invited e-mail was created at the same moment (another invitation accepted concurrently): the invitation stays open, accept it again with that user's bearer token",

@@ -68,7 +68,10 @@ async function checkChange(tx: Tx, orgId: string, callerId: string, userId: stri
 export async function setMemberRole(db: Db, orgId: string, callerId: string, userId: string, role: Role): Promise<MemberRow> {
   return db.transaction(async (tx) => {
     await checkChange(tx, orgId, callerId, userId, role);
-    await tx.update(memberships).set({ role }).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
+    await tx
+      .update(memberships)
+      .set({ role })
+      .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)));
     const [row] = await tx
       .select(memberColumns)
       .from(memberships)

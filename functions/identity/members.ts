@@ -13,9 +13,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { listMembers, removeMember, setMemberRole, type MemberRow } from "./members-store";
 import { OrgIdParam, RoleSchema } from "./schema";
 
-export const MemberSchema = z
-  .object({ userId: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joinedAt: z.string() })
-  .openapi("Member");
+export const MemberSchema = z.object({ userId: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joinedAt: z.string() }).openapi("Member");
 
 const MemberParams = OrgIdParam.extend({ userId: pathId("userId") });
 

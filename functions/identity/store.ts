@@ -51,13 +51,19 @@ export async function createUserIfNew(tx: Executor, input: { email: string; name
 /** Adds a member; the organization becomes the user's default if they had none. */
 export async function addMember(tx: Executor, orgId: string, userId: string, role: Role) {
   await tx.insert(memberships).values({ orgId, userId, role });
-  await tx.update(users).set({ defaultOrgId: orgId }).where(and(eq(users.id, userId), isNull(users.defaultOrgId)));
+  await tx
+    .update(users)
+    .set({ defaultOrgId: orgId })
+    .where(and(eq(users.id, userId), isNull(users.defaultOrgId)));
   // An in_app channel and a subscription grid from the organization's defaults.
   await seedMemberNotifications(tx, orgId, userId);
 }
 
 export async function createOrganization(tx: Executor, name: string, ownerId: string) {
-  const [org] = await tx.insert(organizations).values({ id: newId("org"), name }).returning();
+  const [org] = await tx
+    .insert(organizations)
+    .values({ id: newId("org"), name })
+    .returning();
   await addMember(tx, org!.id, ownerId, "owner");
   return org!;
 }
@@ -67,10 +73,7 @@ export async function registerOrganization(db: Db, name: string, ownerId: string
   return db.transaction((tx) => createOrganization(tx, name, ownerId));
 }
 
-export async function issueToken(
-  tx: Executor,
-  input: { userId: string; name: string; scopes: string[] | null; expiresAt: Date | null; token?: string },
-) {
+export async function issueToken(tx: Executor, input: { userId: string; name: string; scopes: string[] | null; expiresAt: Date | null; token?: string }) {
   const token = input.token ?? generateToken();
   const [row] = await tx
     .insert(apiTokens)
@@ -94,14 +97,7 @@ export async function listPersonalTokens(ex: Executor, userId: string, limit: nu
   return ex
     .select()
     .from(apiTokens)
-    .where(
-      and(
-        eq(apiTokens.userId, userId),
-        eq(apiTokens.kind, "personal"),
-        isNull(apiTokens.revokedAt),
-        cursor ? gt(apiTokens.id, cursor) : undefined,
-      ),
-    )
+    .where(and(eq(apiTokens.userId, userId), eq(apiTokens.kind, "personal"), isNull(apiTokens.revokedAt), cursor ? gt(apiTokens.id, cursor) : undefined))
     .orderBy(asc(apiTokens.id))
     .limit(limit + 1);
 }

@@ -56,7 +56,10 @@ const create = defineRoute({
       z.strictObject({
         name: Name,
         scopes: z.array(TagSchema).max(32).optional().openapi({ description: "Subset of the caller's effective tags; omitted: the calling token's scopes" }),
-        expiresAt: z.iso.datetime({ offset: true }).optional().openapi({ description: "Must be in the future; capped at the calling token's expiry, if it has one" }),
+        expiresAt: z.iso
+          .datetime({ offset: true })
+          .optional()
+          .openapi({ description: "Must be in the future; capped at the calling token's expiry, if it has one" }),
       }),
     ),
   },

@@ -23,10 +23,25 @@ export const CATEGORIES = [
   { id: "backup.failed", label: "Backup failed", description: "A scheduled or manual backup did not complete.", defaultEnabled: true },
   { id: "backup.succeeded", label: "Backup succeeded", description: "A backup completed.", defaultEnabled: false },
   { id: "domain.expiring", label: "Domain expiring", description: "A domain's registration expires soon.", defaultEnabled: true },
-  { id: "domain.misconfigured", label: "Domain misconfigured", description: "A domain's DNS no longer points at the service, so it cannot be served or verified.", defaultEnabled: true },
-  { id: "certificate.expiring", label: "Certificate expiring", description: "A TLS certificate expires soon and could not be renewed yet.", defaultEnabled: true },
+  {
+    id: "domain.misconfigured",
+    label: "Domain misconfigured",
+    description: "A domain's DNS no longer points at the service, so it cannot be served or verified.",
+    defaultEnabled: true,
+  },
+  {
+    id: "certificate.expiring",
+    label: "Certificate expiring",
+    description: "A TLS certificate expires soon and could not be renewed yet.",
+    defaultEnabled: true,
+  },
   { id: "certificate.renewal_failed", label: "Certificate renewal failed", description: "Renewing a TLS certificate failed.", defaultEnabled: true },
-  { id: "usage.limit_approaching", label: "Usage limit approaching", description: "The organization is close to a plan or resource limit.", defaultEnabled: true },
+  {
+    id: "usage.limit_approaching",
+    label: "Usage limit approaching",
+    description: "The organization is close to a plan or resource limit.",
+    defaultEnabled: true,
+  },
   { id: "member.joined", label: "Member joined", description: "Someone joined the organization.", defaultEnabled: false },
 ] as const satisfies readonly Category[];
 

@@ -200,7 +200,8 @@ export function parseChannelConfig(kind: ChannelKind, raw: unknown, existing?: C
       const body = validate(CHANNEL_CONFIGS.webhook, raw);
       const { value, field } = pickUrl(body, "url");
       const url = parseUrl(value, field, ["https:", "http:"]);
-      if (body.signingSecret !== undefined && body.secret !== undefined) throw badRequest("config.secret", "Send either config.signingSecret or config.secret, not both");
+      if (body.signingSecret !== undefined && body.secret !== undefined)
+        throw badRequest("config.secret", "Send either config.signingSecret or config.secret, not both");
       const sent = body.signingSecret ?? body.secret;
       const secretField = body.secret !== undefined ? "config.secret" : "config.signingSecret";
       const publicConfig = { url: url.toString(), signingSecretConfigured: true };

@@ -69,8 +69,7 @@ const test = defineRoute({
   path: "/notifications/channels/{id}/test",
   tags: TAGS,
   summary: "Send a test message to the channel now",
-  description:
-    `One attempt, no retries, whether or not the channel is enabled or verified. Answers 200 with \`delivered\` and, on failure, our own \`reason\` (the destination's status code at most; its response body is never echoed). A successful test send marks the channel verified. For \`in_app\` the test message is added to the caller's feed.\n\nRate limit (every kind but \`in_app\`): ${TEST_SEND_LIMIT_TEXT}, fixed windows starting at the first test send, counted in the database so they hold across processes; failed sends count too. Past it: 429 problem+json with \`Retry-After\` (seconds), nothing sent.`,
+  description: `One attempt, no retries, whether or not the channel is enabled or verified. Answers 200 with \`delivered\` and, on failure, our own \`reason\` (the destination's status code at most; its response body is never echoed). A successful test send marks the channel verified. For \`in_app\` the test message is added to the caller's feed.\n\nRate limit (every kind but \`in_app\`): ${TEST_SEND_LIMIT_TEXT}, fixed windows starting at the first test send, counted in the database so they hold across processes; failed sends count too. Past it: 429 problem+json with \`Retry-After\` (seconds), nothing sent.`,
   permission: "notifications:write",
   request: { params: IdParam },
   responses: { 200: jsonResponse(TestSendSchema, "The outcome"), 429: TOO_MANY_TEST_SENDS },
@@ -119,7 +118,10 @@ export const channelsRouter = createRouter()
     const result =
       channel.kind === "in_app"
         ? await recordTestEntry(c.get("db"), o, event).then(() => ({ ok: true as const, status: 200 }))
-        : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.get("keyring"), { outbound: c.get("outbound"), mailer: c.get("mailer") });
+        : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.get("keyring"), {
+            outbound: c.get("outbound"),
+            mailer: c.get("mailer"),
+          });
     if (result.ok && !channel.verified) channel = (await markVerified(c.get("db"), o, channel, c.get("clock")())) ?? (await getChannel(c.get("db"), o, id));
     return c.json(
       {
@@ -132,4 +134,3 @@ export const channelsRouter = createRouter()
       200,
     );
   });
-

@@ -13,7 +13,8 @@ const list = defineRoute({
   path: "/notifications/deliveries",
   tags: TAGS,
   summary: "List the caller's deliveries (the in-app feed), newest first",
-  description: "`unseen=true` lists only unseen entries (`false`: only seen ones); `limit` 1-100 (default 50); `cursor` is the previous page's `nextCursor`. Each entry carries the state of its external sends.",
+  description:
+    "`unseen=true` lists only unseen entries (`false`: only seen ones); `limit` 1-100 (default 50); `cursor` is the previous page's `nextCursor`. Each entry carries the state of its external sends.",
   permission: "notifications:read",
   request: { query: DeliveriesQuery },
   responses: { 200: jsonResponse(pageOf(DeliverySchema, "NotificationDeliveryPage"), "Deliveries") },

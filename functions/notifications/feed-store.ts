@@ -23,7 +23,17 @@ const columns = {
   data: notificationEvents.data,
 };
 
-type Row = { id: string; eventId: string; seenAt: Date | null; createdAt: Date; category: string; title: string; message: string | null; projectId: string | null; data: Record<string, unknown> | null };
+type Row = {
+  id: string;
+  eventId: string;
+  seenAt: Date | null;
+  createdAt: Date;
+  category: string;
+  title: string;
+  message: string | null;
+  projectId: string | null;
+  data: Record<string, unknown> | null;
+};
 type SendRow = typeof notificationOutbox.$inferSelect;
 
 const owns = (o: Owner) => and(eq(notificationDeliveries.orgId, o.orgId), eq(notificationDeliveries.userId, o.userId));
@@ -83,7 +93,10 @@ export async function listDeliveries(db: Db, o: Owner, opts: { limit: number; cu
     .orderBy(desc(notificationDeliveries.id))
     .limit(opts.limit + 1);
   const page = rows.slice(0, opts.limit);
-  const sends = await sendsOf(db, page.map((r) => r.id));
+  const sends = await sendsOf(
+    db,
+    page.map((r) => r.id),
+  );
   return {
     items: page.map((r) => view(r, sends.get(r.id) ?? [])),
     nextCursor: rows.length > opts.limit ? page[page.length - 1]!.id : null,
@@ -91,7 +104,10 @@ export async function listDeliveries(db: Db, o: Owner, opts: { limit: number; cu
 }
 
 export async function unseenCount(db: Db, o: Owner): Promise<number> {
-  const [row] = await db.select({ n: count() }).from(notificationDeliveries).where(and(owns(o), isNull(notificationDeliveries.seenAt)));
+  const [row] = await db
+    .select({ n: count() })
+    .from(notificationDeliveries)
+    .where(and(owns(o), isNull(notificationDeliveries.seenAt)));
   return row!.n;
 }
 
@@ -113,7 +129,12 @@ export async function getDelivery(db: Db, o: Owner, id: string) {
     ? await db
         .select()
         .from(notificationAttempts)
-        .where(inArray(notificationAttempts.outboxId, sends.map((s) => s.id)))
+        .where(
+          inArray(
+            notificationAttempts.outboxId,
+            sends.map((s) => s.id),
+          ),
+        )
         .orderBy(asc(notificationAttempts.outboxId), asc(notificationAttempts.attempt))
     : [];
   const base = view(row, sends);
@@ -150,13 +171,11 @@ export async function markSeen(db: Db, o: Owner, id: string, now: Date) {
 }
 
 /** The in_app test send: a `test` event with the caller as its only recipient. */
-export async function recordTestEntry(
-  db: Db,
-  o: Owner,
-  event: typeof notificationEvents.$inferInsert & { id: string; createdAt: Date },
-): Promise<void> {
+export async function recordTestEntry(db: Db, o: Owner, event: typeof notificationEvents.$inferInsert & { id: string; createdAt: Date }): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.insert(notificationEvents).values(event);
-    await tx.insert(notificationDeliveries).values({ id: newId("ndlv", event.createdAt.getTime()), orgId: o.orgId, userId: o.userId, eventId: event.id, createdAt: event.createdAt });
+    await tx
+      .insert(notificationDeliveries)
+      .values({ id: newId("ndlv", event.createdAt.getTime()), orgId: o.orgId, userId: o.userId, eventId: event.id, createdAt: event.createdAt });
   });
 }

@@ -51,7 +51,10 @@ export async function takeRateLimits(db: Executor, takes: Take[], now: Date): Pr
       count = case when r.window_end <= ${at} then excluded.count else r.count + least(excluded.granted, greatest(0, ${limitOf} - r.count)) end
     returning key, granted, window_end`);
   return new Map(
-    rowsOf<{ key: string; granted: number; window_end: string | Date }>(result).map((r) => [r.key, { granted: Number(r.granted), windowEnd: new Date(r.window_end) }]),
+    rowsOf<{ key: string; granted: number; window_end: string | Date }>(result).map((r) => [
+      r.key,
+      { granted: Number(r.granted), windowEnd: new Date(r.window_end) },
+    ]),
   );
 }
 

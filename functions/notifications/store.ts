@@ -200,7 +200,11 @@ export async function putSubscription(db: Db, o: Owner, input: { category: strin
     return row;
   } catch (e) {
     // The channel was deleted between the SELECT and the foreign-key check.
-    if ((e as { code?: string; cause?: { code?: string } }).code === FOREIGN_KEY_VIOLATION || (e as { cause?: { code?: string } }).cause?.code === FOREIGN_KEY_VIOLATION) throw noChannel();
+    if (
+      (e as { code?: string; cause?: { code?: string } }).code === FOREIGN_KEY_VIOLATION ||
+      (e as { cause?: { code?: string } }).cause?.code === FOREIGN_KEY_VIOLATION
+    )
+      throw noChannel();
     throw e;
   }
 }

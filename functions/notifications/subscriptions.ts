@@ -12,7 +12,8 @@ const list = defineRoute({
   path: "/notifications/subscriptions",
   tags: TAGS,
   summary: "List the caller's subscriptions",
-  description: "A member's grid is seeded when they join: one subscription per category on their in_app channel, enabled per the organization's defaults. A channel created later starts with no subscriptions.",
+  description:
+    "A member's grid is seeded when they join: one subscription per category on their in_app channel, enabled per the organization's defaults. A channel created later starts with no subscriptions.",
   permission: "notifications:read",
   request: { query: PageQuery },
   responses: { 200: jsonResponse(pageOf(SubscriptionSchema, "NotificationSubscriptionPage"), "Subscriptions, oldest first") },

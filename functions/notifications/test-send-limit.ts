@@ -19,7 +19,12 @@ export const TOO_MANY_TEST_SENDS = tooManyRequestsResponse(
 );
 
 /** null: the send may go ahead; otherwise how long to wait. */
-export async function takeTestSend(db: Db, orgId: string, channelId: string, now: Date): Promise<{ retryAfter: number; scope: "channel" | "organization" } | null> {
+export async function takeTestSend(
+  db: Db,
+  orgId: string,
+  channelId: string,
+  now: Date,
+): Promise<{ retryAfter: number; scope: "channel" | "organization" } | null> {
   const takes = testSendTakes(orgId, channelId);
   const got = await takeRateLimits(db, takes, now);
   const denied = takes.filter((t) => (got.get(t.key)?.granted ?? 0) < 1);

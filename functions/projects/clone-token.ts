@@ -34,7 +34,8 @@ const write = defineRoute({
   path: "/projects/{id}/clone-token",
   tags: ["Projects"],
   summary: "Set, replace or clear the project's git clone token",
-  description: "`token`: the credential (1-4096 characters) or null to clear it. It is encrypted at rest and never returned; the response is the same state as GET.",
+  description:
+    "`token`: the credential (1-4096 characters) or null to clear it. It is encrypted at rest and never returned; the response is the same state as GET.",
   permission: "project:admin",
   request: {
     params: ProjectIdParam,
@@ -57,6 +58,10 @@ export const cloneTokenRouter = createRouter()
     // Only the caller's own project is ever encrypted for: the ciphertext is bound to (org, id).
     const project = await findProject(c.get("db"), orgId, id);
     const ciphertext = token === null ? null : await c.get("keyring").encrypt(token, cloneTokenContext(project));
-    const row = await updateProject(c.get("db"), orgId, project.id, { cloneTokenCiphertext: ciphertext, cloneTokenSetAt: ciphertext ? now : null, updatedAt: now });
+    const row = await updateProject(c.get("db"), orgId, project.id, {
+      cloneTokenCiphertext: ciphertext,
+      cloneTokenSetAt: ciphertext ? now : null,
+      updatedAt: now,
+    });
     return c.json(view(row), 200);
   });

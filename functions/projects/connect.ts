@@ -38,7 +38,10 @@ const route = defineRoute({
   description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400). At most ${MAX_DOMAINS} domains per project (409).`,
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ domain: Hostname })) },
-  responses: { 200: jsonResponse(ProjectSchema, "The project with its domains"), 409: { description: "The domain belongs to another project, or the project has too many domains" } },
+  responses: {
+    200: jsonResponse(ProjectSchema, "The project with its domains"),
+    409: { description: "The domain belongs to another project, or the project has too many domains" },
+  },
 });
 
 export const connectRouter = createRouter().openapi(route, async (c) => {

@@ -7,7 +7,11 @@ import { apiTokens, deployments, domains, environments, envVars, projects, proje
 import type { Db, Executor } from "../../shared/db/types";
 import { findProject, type ProjectRow } from "./store";
 
-async function countOf(ex: Executor, table: typeof environments | typeof envVars | typeof domains | typeof deployments | typeof projectServices, projectId: string) {
+async function countOf(
+  ex: Executor,
+  table: typeof environments | typeof envVars | typeof domains | typeof deployments | typeof projectServices,
+  projectId: string,
+) {
   const [row] = await ex.select({ n: count() }).from(table).where(eq(table.projectId, projectId));
   return row!.n;
 }

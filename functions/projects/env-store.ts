@@ -60,7 +60,16 @@ export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: st
 }
 
 /** One merge into the named environment of the caller's project, in one transaction. */
-export async function mergeProjectEnv(db: Db, keyring: Keyring, orgId: string, projectId: string, environment: string, upserts: Upsert[], deletes: string[], now: Date) {
+export async function mergeProjectEnv(
+  db: Db,
+  keyring: Keyring,
+  orgId: string,
+  projectId: string,
+  environment: string,
+  upserts: Upsert[],
+  deletes: string[],
+  now: Date,
+) {
   return db.transaction(async (tx) => {
     // KEY SHARE: a concurrent DELETE of the project waits for this merge (or this merge sees 404).
     const project = await findProject(tx, orgId, projectId, "key share");
@@ -81,7 +90,15 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
     const rows = await tx
       .select()
       .from(envVars)
-      .where(and(inScope(s), inArray(envVars.key, upserts.map((u) => u.key))));
+      .where(
+        and(
+          inScope(s),
+          inArray(
+            envVars.key,
+            upserts.map((u) => u.key),
+          ),
+        ),
+      );
     for (const row of rows) existing.set(row.key, row);
   }
 
@@ -132,7 +149,15 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
     ? await tx
         .select()
         .from(envVars)
-        .where(and(inScope(s), inArray(envVars.key, upserts.map((u) => u.key))))
+        .where(
+          and(
+            inScope(s),
+            inArray(
+              envVars.key,
+              upserts.map((u) => u.key),
+            ),
+          ),
+        )
         .orderBy(asc(envVars.key))
     : [];
   return { upserted: upserted.map(envView), deleted: deleted.map((d) => d.key).sort() };

@@ -40,7 +40,8 @@ const create = defineRoute({
   path: "/projects/{id}/environments",
   tags: ["Projects"],
   summary: "Create a preview environment",
-  description: "`name`: 1-32 lower-case letters, digits and `-` (it becomes part of preview hostnames), unique in the project (`production` is taken): a repeat is 409. `branch`: a valid git branch name.",
+  description:
+    "`name`: 1-32 lower-case letters, digits and `-` (it becomes part of preview hostnames), unique in the project (`production` is taken): a repeat is 409. `branch`: a valid git branch name.",
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ name: EnvironmentName, branch: BranchName })) },
   responses: { 201: jsonResponse(EnvironmentSchema, "The new preview environment"), 409: { description: "The name is taken in this project" } },

@@ -5,7 +5,17 @@ import { cloneUrl, isGitProvider } from "../../shared/git/hosts";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { lastDeployment, servingDeployment, type DeploymentRow } from "./deployments-store";
-import { FreeRouteSchema, GitProvider, OptionsSchema, optionsView, ProjectIdParam, PROJECT_STATUSES, ResourcesSchema, resourcesView, STATUS_DOC } from "./schema";
+import {
+  FreeRouteSchema,
+  GitProvider,
+  OptionsSchema,
+  optionsView,
+  ProjectIdParam,
+  PROJECT_STATUSES,
+  ResourcesSchema,
+  resourcesView,
+  STATUS_DOC,
+} from "./schema";
 import { findProject, freeRoute, projectView } from "./store";
 
 const DeploymentRef = z
@@ -36,7 +46,10 @@ export const InfoSchema = z
       repo: z.string().nullable(),
       branch: z.string().nullable().openapi({ description: "The deploy branch as stored; null: the repository's default branch" }),
       defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch as last seen on the host (git/link, branch)" }),
-      repositoryUrl: z.string().nullable().openapi({ description: "`<provider base URL>/<owner>/<repo>`; null when this instance has no host for the provider" }),
+      repositoryUrl: z
+        .string()
+        .nullable()
+        .openapi({ description: "`<provider base URL>/<owner>/<repo>`; null when this instance has no host for the provider" }),
       cloneUrl: z.string().nullable().openapi({ description: "The same with `.git`, never with credentials" }),
       linkedAt: z.string().nullable().openapi({ description: "When git/link checked and linked the repository; null when only named by PATCH" }),
       autoDeploy: z.boolean(),
@@ -56,9 +69,7 @@ const route = defineRoute({
 });
 
 const ref = (d: DeploymentRow | undefined) =>
-  d
-    ? { id: d.id, status: d.status, commitSha: d.commitSha, createdAt: d.createdAt.toISOString(), finishedAt: d.finishedAt?.toISOString() ?? null }
-    : null;
+  d ? { id: d.id, status: d.status, commitSha: d.commitSha, createdAt: d.createdAt.toISOString(), finishedAt: d.finishedAt?.toISOString() ?? null } : null;
 
 export const infoRouter = createRouter().openapi(route, async (c) => {
   const db = c.get("db");

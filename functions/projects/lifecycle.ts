@@ -72,7 +72,13 @@ export const lifecycleRouter = createRouter()
   })
   .openapi(disable, async (c) => {
     const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
-      updateProject(c.get("db"), orgId, current.id, { disabledAt: now, updatedAt: now, routingState: "offline", routingLastAttemptAt: now }, { ifDisabled: false }),
+      updateProject(
+        c.get("db"),
+        orgId,
+        current.id,
+        { disabledAt: now, updatedAt: now, routingState: "offline", routingLastAttemptAt: now },
+        { ifDisabled: false },
+      ),
     );
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })

@@ -96,9 +96,7 @@ export const UpdateProjectBody = z
   })
   .openapi("UpdateProject");
 
-const DomainSchema = z
-  .object({ hostname: z.string(), primary: z.boolean(), createdAt: z.string() })
-  .openapi("ProjectDomain");
+const DomainSchema = z.object({ hostname: z.string(), primary: z.boolean(), createdAt: z.string() }).openapi("ProjectDomain");
 
 export const FreeRouteSchema = z
   .object({
@@ -112,22 +110,25 @@ export const FreeRouteSchema = z
   })
   .openapi("FreeRoute");
 
-export const DeploymentSummary = z
-  .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), createdAt: z.string() })
-  .openapi("DeploymentSummary");
+export const DeploymentSummary = z.object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), createdAt: z.string() }).openapi("DeploymentSummary");
 
-export const LastPushSchema = z
-  .object({ commit: z.string(), branch: z.string().nullable(), at: z.string() })
-  .openapi("GitLastPush", { description: "The last push to the deploy branch that the push webhook accepted with auto-deploy on (the commit a deploy would take); pushes to other branches and tags are not recorded here" });
+export const LastPushSchema = z.object({ commit: z.string(), branch: z.string().nullable(), at: z.string() }).openapi("GitLastPush", {
+  description:
+    "The last push to the deploy branch that the push webhook accepted with auto-deploy on (the commit a deploy would take); pushes to other branches and tags are not recorded here",
+});
 
-const GIT_BRANCH_DOC = "The deploy branch: the one set by `git/link` or `branch` (the repository's default branch when link named none); null when the repository was named by PATCH without a branch and never linked";
+const GIT_BRANCH_DOC =
+  "The deploy branch: the one set by `git/link` or `branch` (the repository's default branch when link named none); null when the repository was named by PATCH without a branch and never linked";
 
 /** The git fields of a project's read form (GET /api/projects/:id). */
 export const ProjectGitSchema = z
   .object({
     linked: z.boolean().openapi({ description: "The project names a repository (provider, owner and repo)" }),
     branch: z.string().nullable().openapi({ description: GIT_BRANCH_DOC }),
-    defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch (its `HEAD`) as last seen on the host by `git/link` or `branch`" }),
+    defaultBranch: z
+      .string()
+      .nullable()
+      .openapi({ description: "The repository's default branch (its `HEAD`) as last seen on the host by `git/link` or `branch`" }),
     linkedAt: z
       .string()
       .nullable()
@@ -144,18 +145,20 @@ export const GitSourceSchema = z
     provider: z.enum(HOST_PROVIDERS).nullable(),
     owner: z.string().nullable(),
     repo: z.string().nullable(),
-    cloneUrl: z
-      .string()
-      .nullable()
-      .openapi({ description: "`<provider base URL>/<owner>/<repo>.git`, never with credentials; null when the provider has no base URL here (Gitea without GIT_GITEA_URL)" }),
+    cloneUrl: z.string().nullable().openapi({
+      description:
+        "`<provider base URL>/<owner>/<repo>.git`, never with credentials; null when the provider has no base URL here (Gitea without GIT_GITEA_URL)",
+    }),
     branch: z.string().nullable().openapi({ description: GIT_BRANCH_DOC }),
     defaultBranch: z.string().nullable().openapi({ description: "The repository's default branch as last seen on the host" }),
     autoDeploy: z.boolean().openapi({ description: "Deploy on push to the deploy branch (POST /auto-deploy)" }),
-    webhookDomain: z.string().nullable().openapi({ description: "The hostname set by POST /webhook-domain; null: the default (PUBLIC_URL on the self-hosted server, else the host this request came to)" }),
-    webhookUrl: z
-      .string()
-      .nullable()
-      .openapi({ description: "Where the git host sends pushes: `https://<webhook domain>/api/git/hooks/<hookId>`; null until auto-deploy is first turned on (which creates the hook)" }),
+    webhookDomain: z.string().nullable().openapi({
+      description: "The hostname set by POST /webhook-domain; null: the default (PUBLIC_URL on the self-hosted server, else the host this request came to)",
+    }),
+    webhookUrl: z.string().nullable().openapi({
+      description:
+        "Where the git host sends pushes: `https://<webhook domain>/api/git/hooks/<hookId>`; null until auto-deploy is first turned on (which creates the hook)",
+    }),
     linkedAt: z.string().nullable().openapi({ description: "When `git/link` last linked the repository; null when it was only named by PATCH" }),
     lastPush: LastPushSchema.nullable(),
   })

@@ -94,11 +94,7 @@ export function lastPush(row: ProjectRow) {
 export async function projectViews(ex: Executor, rows: ProjectRow[], config: ServiceConfig): Promise<ProjectView[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  const domainRows = await ex
-    .select()
-    .from(domains)
-    .where(inArray(domains.projectId, ids))
-    .orderBy(desc(domains.isPrimary), domains.id);
+  const domainRows = await ex.select().from(domains).where(inArray(domains.projectId, ids)).orderBy(desc(domains.isPrimary), domains.id);
   const latest = await ex
     .selectDistinctOn([deployments.projectId], {
       projectId: deployments.projectId,

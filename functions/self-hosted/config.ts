@@ -9,13 +9,13 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().min(1).default("./data"),
   DATABASE_URL: z.string().url().optional(),
   SECRET_KEYS: z.string().min(1).optional(),
-  WORKSPACE_OWNER_TOKEN: z
-    .string()
-    .min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters")
-    .optional(),
+  WORKSPACE_OWNER_TOKEN: z.string().min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["info", "silent"]).default("info"),
   SHARED_DOMAIN: z.string().min(1).default("localhost"),
-  SMTP_URL: z.string().regex(/^smtps?:\/\/[^/]/, "SMTP_URL must be smtp://… or smtps://…").optional(),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^/]/, "SMTP_URL must be smtp://… or smtps://…")
+    .optional(),
   EMAIL_API_KEY: z.string().min(1).optional(),
   EMAIL_API_URL: z.string().url().optional(),
   EMAIL_FROM: z.string().min(3).default("Workspace <notifications@localhost>"),

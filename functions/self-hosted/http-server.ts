@@ -109,7 +109,8 @@ export async function bindHttpServer(opts: { port: number; host: string; linger?
   await new Promise<void>((resolve, reject) => {
     const onError = (e: NodeJS.ErrnoException) => {
       const where = `${opts.host}:${opts.port}`;
-      if (e.code === "EADDRINUSE") reject(new PortInUseError(`Port ${opts.port} is already in use (${where}); set PORT to a free port, or stop the process using it.`));
+      if (e.code === "EADDRINUSE")
+        reject(new PortInUseError(`Port ${opts.port} is already in use (${where}); set PORT to a free port, or stop the process using it.`));
       else if (e.code === "EACCES") reject(new PortInUseError(`Not allowed to listen on ${where}; set PORT to a port above 1023, or grant the privilege.`));
       else if (e.code === "EADDRNOTAVAIL") reject(new PortInUseError(`Cannot listen on ${where}: no such address on this machine; check HOST.`));
       else reject(e);

@@ -26,11 +26,7 @@ export interface RunningServer {
  * `startedAt` (a `performance.now()` time, default: now) is where the printed
  * "ready in" counts from; the entry point passes 0, the process's start.
  */
-export async function startSelfHosted(
-  config: NodeConfig,
-  print: (line: string) => void = console.log,
-  startedAt = performance.now(),
-): Promise<RunningServer> {
+export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log, startedAt = performance.now()): Promise<RunningServer> {
   // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
   checkDataDir(config.dataDir);
   const http = await bindHttpServer({ port: config.port, host: config.host });
@@ -48,7 +44,9 @@ export async function startSelfHosted(
     let savedTo: string | undefined;
     const boot = await bootstrapOwner(database.db, {
       token: config.ownerToken,
-      beforeCommit: config.ownerToken ? undefined : (b) => {
+      beforeCommit: config.ownerToken
+        ? undefined
+        : (b) => {
             savedTo = writeOwnerToken(config.dataDir, b.token);
           },
     }).catch((e) => {

@@ -13,9 +13,7 @@ import type { Caller } from "../http/context";
 import { effectiveTags } from "./permissions";
 import { hashToken } from "./tokens";
 
-export type AuthResult =
-  | { ok: true; caller: Caller }
-  | { ok: false; reason: "invalid" | "not_member" };
+export type AuthResult = { ok: true; caller: Caller } | { ok: false; reason: "invalid" | "not_member" };
 
 const columns = {
   tokenId: apiTokens.id,

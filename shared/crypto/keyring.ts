@@ -78,11 +78,7 @@ export async function createKeyring(spec: string): Promise<Keyring> {
       const key = keyId ? keys.get(keyId) : undefined;
       if (version !== "v1" || !key || !iv || !body) throw new KeyringError("secret cannot be decrypted");
       try {
-        const plain = await crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: fromBase64Url(iv), additionalData: aad(ctx) },
-          key,
-          fromBase64Url(body),
-        );
+        const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64Url(iv), additionalData: aad(ctx) }, key, fromBase64Url(body));
         return new TextDecoder().decode(plain);
       } catch {
         throw new KeyringError("secret cannot be decrypted");

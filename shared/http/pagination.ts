@@ -19,9 +19,7 @@ export const PageQuery = z.strictObject({
 });
 
 export function pageOf<T extends z.ZodType>(item: T, name: string) {
-  return z
-    .object({ items: z.array(item), nextCursor: z.string().nullable().openapi({ description: "null on the last page" }) })
-    .openapi(name);
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable().openapi({ description: "null on the last page" }) }).openapi(name);
 }
 
 /** Given `limit + 1` rows, returns one page and the cursor of the next. */

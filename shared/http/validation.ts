@@ -48,10 +48,16 @@ export function issueToError(issue: Issue, target: string, data?: unknown): ApiE
       if (valueAt(data, issue.path) === undefined) return badRequest(field, `${name} is required`);
       return badRequest(field, `${name} must be ${issue.expected === "object" && !field ? "a JSON object" : typeInWords(issue.expected)}`);
     case "too_big":
-      return badRequest(field, `${name} must be at most ${issue.maximum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
+      return badRequest(
+        field,
+        `${name} must be at most ${issue.maximum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`,
+      );
     case "too_small":
       if (issue.origin === "string" && issue.minimum === 1) return badRequest(field, `${name} must not be empty`);
-      return badRequest(field, `${name} must be at least ${issue.minimum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`);
+      return badRequest(
+        field,
+        `${name} must be at least ${issue.minimum}${issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : ""}`,
+      );
     default:
       return badRequest(field, `${name}: ${issue.message}`);
   }

@@ -29,7 +29,12 @@ export async function runTypedClient(baseUrl: string, token: string, fetchImpl: 
 
   const merged = await client.PATCH("/api/projects/{id}/env", {
     params: { path: { id: projectId } },
-    body: { upserts: [{ key: "API_URL", value: "https://api.example.test" }, { key: "API_KEY", value: "s3cret", isSecret: true }] },
+    body: {
+      upserts: [
+        { key: "API_URL", value: "https://api.example.test" },
+        { key: "API_KEY", value: "s3cret", isSecret: true },
+      ],
+    },
   });
   if (!merged.data) throw new Error(`merge env: ${merged.response.status} ${merged.error?.detail}`);
 

@@ -82,8 +82,19 @@ describe.runIf(inject("pgKind") === "postgres")("cached token lookups on Postgre
     database = await openPostgres(inject("pgUrl"), { migrate: false, max: 5 });
     feed = await listenPostgres(inject("pgUrl"), cache);
     const keyring = await createKeyring(TEST_SECRET_KEYS);
-    const app = createApp({ services: () => ({ db: database.db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" }, authCache: cache }), logger: silentLogger });
-    h = { runtime: "node-postgres", realConcurrency: true, db: database.db, keyring, logs: [], request: async (p, i) => app.fetch(buildRequest(p, i)), close: async () => {} };
+    const app = createApp({
+      services: () => ({ db: database.db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" }, authCache: cache }),
+      logger: silentLogger,
+    });
+    h = {
+      runtime: "node-postgres",
+      realConcurrency: true,
+      db: database.db,
+      keyring,
+      logs: [],
+      request: async (p, i) => app.fetch(buildRequest(p, i)),
+      close: async () => {},
+    };
   });
   afterAll(async () => {
     await feed.stop();
@@ -99,7 +110,10 @@ describe.runIf(inject("pgKind") === "postgres")("cached token lookups on Postgre
     await expectStatus(await invite(), 201);
     expect(cache.size).toBe(before); // served from the cache, nothing new stored
 
-    await database.db.update(memberships).set({ role: "viewer" }).where(and(eq(memberships.orgId, t.orgId), eq(memberships.userId, admin.userId)));
+    await database.db
+      .update(memberships)
+      .set({ role: "viewer" })
+      .where(and(eq(memberships.orgId, t.orgId), eq(memberships.userId, admin.userId)));
     await eventually(async () => expectProblem(await invite(), 403), 2000);
   });
 

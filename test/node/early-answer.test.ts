@@ -159,7 +159,22 @@ describe("early answers on the server layer", () => {
     const { url } = await smallServer();
     const big = sparseFile(200 * 1024 * 1024);
     for (const mode of [["-H", "Transfer-Encoding: chunked"], []]) {
-      const r = await curl(["-o", "/dev/null", "-w", WRITE_OUT, ...mode, "--data-binary", `@${big}`, `${url}/limited`, "--next", "-o", "/dev/null", "-w", WRITE_OUT, `${url}/ok`]);
+      const r = await curl([
+        "-o",
+        "/dev/null",
+        "-w",
+        WRITE_OUT,
+        ...mode,
+        "--data-binary",
+        `@${big}`,
+        `${url}/limited`,
+        "--next",
+        "-o",
+        "/dev/null",
+        "-w",
+        WRITE_OUT,
+        `${url}/ok`,
+      ]);
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       const [first, second] = r.stdout.trim().split("\n");
@@ -258,7 +273,13 @@ describe("early answers from the relay (300 MiB limit)", () => {
   it("a slow client declaring more than 300 MiB reads the 413 after it stops sending", async () => {
     const { url, token, absoluteUrl } = await start();
     const { port } = new URL(url);
-    const slow = await slowClient(Number(port), new URL(absoluteUrl).pathname, "content-length", 1500, `Authorization: Bearer ${token}\r\nContent-Type: application/gzip\r\n`);
+    const slow = await slowClient(
+      Number(port),
+      new URL(absoluteUrl).pathname,
+      "content-length",
+      1500,
+      `Authorization: Bearer ${token}\r\nContent-Type: application/gzip\r\n`,
+    );
     expect(slow.error).toBe("");
     expect(slow.answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(slow.answer).toMatch(/300 MiB/);

@@ -33,7 +33,15 @@ describe.runIf(real)("unhandled errors in the log", () => {
       services: () => ({ db: database.db, keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" } }),
       logger: jsonLogger((line) => logs.push(line)),
     });
-    h = { runtime: "node-postgres", realConcurrency: true, db: database.db, keyring, logs, request: async (p, i) => app.fetch(buildRequest(p, i)), close: async () => {} };
+    h = {
+      runtime: "node-postgres",
+      realConcurrency: true,
+      db: database.db,
+      keyring,
+      logs,
+      request: async (p, i) => app.fetch(buildRequest(p, i)),
+      close: async () => {},
+    };
   });
 
   afterAll(async () => {

@@ -163,7 +163,16 @@ describe("wsp deploy", () => {
       const sessionId = "ups_0000000000000000000000test";
       const url = `/api/projects/folder/upload/${sessionId}`;
       res.writeHead(201, { "content-type": "application/json" }).end(
-        JSON.stringify({ sessionId, url, absoluteUrl: absoluteUrl + url, method: "POST", headers: { "Content-Type": "application/gzip" }, requiresAuth: true, expiresAt: new Date().toISOString(), maxBytes: 1 }),
+        JSON.stringify({
+          sessionId,
+          url,
+          absoluteUrl: absoluteUrl + url,
+          method: "POST",
+          headers: { "Content-Type": "application/gzip" },
+          requiresAuth: true,
+          expiresAt: new Date().toISOString(),
+          maxBytes: 1,
+        }),
       );
     });
     const token = `wsp_${"t".repeat(43)}`;

@@ -132,7 +132,11 @@ describe("relay over HTTP: the 300 MiB limit", () => {
     const target = await openSession(server.url, token);
     // An earlier good upload of the session stays as it was.
     const good = await tgz({ "index.html": "<p>first</p>" });
-    const first = await fetch(target.absoluteUrl, { method: "POST", headers: { ...target.headers, authorization: `Bearer ${token}` }, body: good as Uint8Array<ArrayBuffer> });
+    const first = await fetch(target.absoluteUrl, {
+      method: "POST",
+      headers: { ...target.headers, authorization: `Bearer ${token}` },
+      body: good as Uint8Array<ArrayBuffer>,
+    });
     expect(first.status).toBe(200);
 
     const result = await rawUpload(target.absoluteUrl, token, { size: MAX_UPLOAD_BYTES + 1, contentLength: false });

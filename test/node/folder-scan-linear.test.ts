@@ -29,15 +29,15 @@ const COMPOSE_BOUND_MS = 2000;
 /** `prefix` once, then `unit` repeated up to `size` characters (bytes for ASCII). */
 const fill = (unit: string, prefix = "", size = SIZE) => (prefix + unit.repeat(Math.ceil((size - prefix.length) / unit.length))).slice(0, size);
 
-const GENERIC = ["\n", " ", "\t", "\r\n", " \n", "\n ", "a=", "a ", "[", "{", "\"", "'", "#", "=", "é"];
+const GENERIC = ["\n", " ", "\t", "\r\n", " \n", "\n ", "a=", "a ", "[", "{", '"', "'", "#", "=", "é"];
 const SPECIFIC: Record<string, Array<string | [prefix: string, unit: string]>> = {
-  Gemfile: ["gem ", "gem\n", "gem \n", " gem", "gem '", "gem 'rails", "gem \"sinatra\" ", "\ngem", [" ", "gem "], ["gem", " "], ["gem", "\n"]],
+  Gemfile: ["gem ", "gem\n", "gem \n", " gem", "gem '", "gem 'rails", 'gem "sinatra" ', "\ngem", [" ", "gem "], ["gem", " "], ["gem", "\n"]],
   "Cargo.toml": [
     "[dependencies]\n",
     "[package]\n",
     "[package]",
     "[package]\nname = ",
-    "name = \"a",
+    'name = "a',
     "name=\n",
     "axum = \n",
     " axum ",
@@ -46,15 +46,15 @@ const SPECIFIC: Record<string, Array<string | [prefix: string, unit: string]>> =
     ["[dependencies]\n", " "],
     ["[dependencies]\n", "\n"],
     ["[package]\nname", " "],
-    ["[package]\nname = \"", "a"],
+    ['[package]\nname = "', "a"],
   ],
   "requirements.txt": ["django", " django", "django-", "flask[", "=django_", "gunicorn==", "\nfastapi.", [" ", "fastapi"]],
-  "pyproject.toml": ["[tool.poetry]", "[tool.poetry\n", "[tool.", "fastapi", " \"flask", ["[tool.poetry]", "\n"]],
+  "pyproject.toml": ["[tool.poetry]", "[tool.poetry\n", "[tool.", "fastapi", ' "flask', ["[tool.poetry]", "\n"]],
   Pipfile: ["[packages]\n", "django = ", " gunicorn"],
   "manage.py": [
     "DJANGO_SETTINGS_MODULE'",
     "DJANGO_SETTINGS_MODULE', '",
-    "DJANGO_SETTINGS_MODULE\", \"a.",
+    'DJANGO_SETTINGS_MODULE", "a.',
     ["DJANGO_SETTINGS_MODULE', '", "a."],
     ["DJANGO_SETTINGS_MODULE'", " "],
     ["DJANGO_SETTINGS_MODULE' ,", " "],
@@ -62,8 +62,8 @@ const SPECIFIC: Record<string, Array<string | [prefix: string, unit: string]>> =
   ],
   "go.mod": ["github.com/gin-gonic/gi", "require ", "github.com/"],
   Procfile: ["web", "web:", "web :", "web: \n", "web\t", "web ", ["web", " "], ["web:", " "]],
-  "package.json": ["{\"a\":", "[", "{\"dependencies\":{", "{\"packageManager\":\"npm", ["{\"packageManager\":\"", "npm"], ["{\"main\":\"", "a"]],
-  "composer.json": ["{\"require\":{", "[", "{\"a\":"],
+  "package.json": ['{"a":', "[", '{"dependencies":{', '{"packageManager":"npm', ['{"packageManager":"', "npm"], ['{"main":"', "a"]],
+  "composer.json": ['{"require":{', "[", '{"a":'],
 };
 const COMPOSE_SPECIFIC: Array<string | [prefix: string, unit: string]> = [
   "- ",
@@ -75,17 +75,20 @@ const COMPOSE_SPECIFIC: Array<string | [prefix: string, unit: string]> = [
   "*a ",
   "- [",
   "!!str ",
-  "\"\\",
+  '"\\',
   "a: &a [*a",
   "services:\n  ",
   ["services:\n  web:\n    command: ", "a "],
   ["services:\n  web:\n    environment:\n", "      - A=1\n"],
-  ["services:\n  web:\n    command: \"", "\\t"],
+  ['services:\n  web:\n    command: "', "\\t"],
   ["services:\n  web:\n    image: '", "''"],
 ];
 
-const variants = (specific: Array<string | [string, string]> = []) => [...GENERIC.map((u) => ["", u] as const), ...specific.map((s) => (typeof s === "string" ? (["", s] as const) : s))];
-const label = (prefix: string, unit: string) => JSON.stringify(prefix ? `${prefix}` : "").slice(0, 40) + ` + ${JSON.stringify(unit)}×N`;
+const variants = (specific: Array<string | [string, string]> = []) => [
+  ...GENERIC.map((u) => ["", u] as const),
+  ...specific.map((s) => (typeof s === "string" ? (["", s] as const) : s)),
+];
+const label = (prefix: string, unit: string) => `${JSON.stringify(prefix ? `${prefix}` : "").slice(0, 40)} + ${JSON.stringify(unit)}×N`;
 
 /** What each manifest needs beside it for its detector to run (an ecosystem for the Procfile). */
 const COMPANIONS: Record<string, Record<string, string>> = { Procfile: { "go.mod": "module x\n" } };
@@ -99,9 +102,15 @@ function timed<T>(run: () => T): { ms: number; value?: T } {
 const slowest: Array<[string, number]> = [];
 afterAll(() => {
   slowest.sort((a, b) => b[1] - a[1]);
-  const show = (rows: Array<[string, number]>) => rows.slice(0, 5).map(([l, ms]) => `  ${ms.toFixed(1)} ms  ${l}`).join("\n");
+  const show = (rows: Array<[string, number]>) =>
+    rows
+      .slice(0, 5)
+      .map(([l, ms]) => `  ${ms.toFixed(1)} ms  ${l}`)
+      .join("\n");
   console.log(`slowest detector runs on ${SIZE}-byte manifests:\n${show(slowest.filter(([l]) => !l.startsWith("compose")))}`);
-  console.log(`slowest compose parses (file and override at ${COMPOSE_LIMITS.fileBytes} bytes each):\n${show(slowest.filter(([l]) => l.startsWith("compose")))}`);
+  console.log(
+    `slowest compose parses (file and override at ${COMPOSE_LIMITS.fileBytes} bytes each):\n${show(slowest.filter(([l]) => l.startsWith("compose")))}`,
+  );
 });
 
 describe("detectors on 1 MiB adversarial manifests", () => {
@@ -144,29 +153,45 @@ describe("detectors on 1 MiB adversarial manifests", () => {
   }, 600_000);
 
   it("a compose file over its limit is refused before it is parsed", () => {
-    const { ms } = timed(() => expect(() => parseCompose({ file: "compose.yaml", text: fill("[") })).toThrow(/compose\.yaml: is 1024 KiB; compose files over 64 KiB are refused/));
+    const { ms } = timed(() =>
+      expect(() => parseCompose({ file: "compose.yaml", text: fill("[") })).toThrow(/compose\.yaml: is 1024 KiB; compose files over 64 KiB are refused/),
+    );
     expect(ms).toBeLessThan(BOUND_MS);
     const override = `services:\n  web:\n    image: x\n    command: ${"a".repeat(COMPOSE_LIMITS.fileBytes)}\n`;
-    expect(() => parseCompose({ file: "compose.yaml", text: "services:\n  web:\n    image: x\n" }, { file: "compose.override.yaml", text: override })).toThrow(/compose\.override\.yaml: is 65 KiB/);
+    expect(() => parseCompose({ file: "compose.yaml", text: "services:\n  web:\n    image: x\n" }, { file: "compose.override.yaml", text: override })).toThrow(
+      /compose\.override\.yaml: is 65 KiB/,
+    );
   });
 
   it("repeated keys in one mapping are still refused (the check is linear now)", () => {
     expect(() => parseCompose({ file: "compose.yaml", text: "services:\n  web:\n    image: a\n    image: b\n" })).toThrow(/the key "image" is repeated/);
-    expect(() => parseCompose({ file: "compose.yaml", text: "services:\n  web: {image: a}\n  db: {image: b}\n  web: {image: c}\n" })).toThrow(/the key "web" is repeated/);
+    expect(() => parseCompose({ file: "compose.yaml", text: "services:\n  web: {image: a}\n  db: {image: b}\n  web: {image: c}\n" })).toThrow(
+      /the key "web" is repeated/,
+    );
   });
 
   it("line-based detection still reads what the regexes read", () => {
     const scan = (files: Record<string, string>) => detect({ paths: new Set(Object.keys(files)), manifests: new Map(Object.entries(files)) });
-    expect(scan({ Gemfile: "source 'https://rubygems.org'\r\n\r\n  gem \"rails\", \"~> 7.1\"\r\n" })).toMatchObject({ framework: "rails" });
+    expect(scan({ Gemfile: 'source \'https://rubygems.org\'\r\n\r\n  gem "rails", "~> 7.1"\r\n' })).toMatchObject({ framework: "rails" });
     expect(scan({ Gemfile: "gem 'sinatra-contrib'\n", "config.ru": "" })).toMatchObject({ framework: "rack" });
     expect(scan({ Gemfile: "# gem 'rails'\ngem\t'sinatra'\n" })).toMatchObject({ framework: "sinatra" });
-    expect(scan({ "Cargo.toml": '[workspace]\n[package]\n  name="svc_1"\n[dependencies]\n  actix-web="4"\n[dev-dependencies]\naxum = "0.7"\n' })).toMatchObject({ framework: "actix-web", startCommand: "./target/release/svc_1" });
-    expect(scan({ "Cargo.toml": '[package]\nname = "bad name"\n[dependencies.rocket]\nversion = "0.5"\n' })).toMatchObject({ framework: "rocket", startCommand: null });
-    expect(scan({ "Cargo.toml": '[dependencies]\naxumx = "1"\n[package]\nname = "x"\n' })).toMatchObject({ framework: "rust", startCommand: "./target/release/x" });
+    expect(scan({ "Cargo.toml": '[workspace]\n[package]\n  name="svc_1"\n[dependencies]\n  actix-web="4"\n[dev-dependencies]\naxum = "0.7"\n' })).toMatchObject(
+      { framework: "actix-web", startCommand: "./target/release/svc_1" },
+    );
+    expect(scan({ "Cargo.toml": '[package]\nname = "bad name"\n[dependencies.rocket]\nversion = "0.5"\n' })).toMatchObject({
+      framework: "rocket",
+      startCommand: null,
+    });
+    expect(scan({ "Cargo.toml": '[dependencies]\naxumx = "1"\n[package]\nname = "x"\n' })).toMatchObject({
+      framework: "rust",
+      startCommand: "./target/release/x",
+    });
     expect(scan({ "pyproject.toml": "  [tool.poetry]\n", "main.py": "" })).toMatchObject({ packageManager: "pip" });
     expect(scan({ "requirements.txt": "Flask-Login\n", "app.py": "" })).toMatchObject({ framework: "python" });
     expect(scan({ "requirements.txt": "flask[async]>=3\n", "app.py": "" })).toMatchObject({ framework: "flask" });
-    expect(scan({ "go.mod": "module x\n", Procfile: "worker: a\n  web: indented\nweb :  ./app --port $PORT\r\n" })).toMatchObject({ startCommand: "./app --port $PORT" });
+    expect(scan({ "go.mod": "module x\n", Procfile: "worker: a\n  web: indented\nweb :  ./app --port $PORT\r\n" })).toMatchObject({
+      startCommand: "./app --port $PORT",
+    });
   });
 });
 
@@ -179,11 +204,19 @@ describe("the adversarial Gemfile through the Node adapter", () => {
     try {
       const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
       const auth = { authorization: `Bearer ${token}` };
-      const session = await fetch(`${server.url}/api/projects/folder/session`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: "{}" });
+      const session = await fetch(`${server.url}/api/projects/folder/session`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: "{}",
+      });
       expect(session.status).toBe(201);
       const target = (await session.json()) as { sessionId: string; absoluteUrl: string; method: string; headers: Record<string, string> };
       const bytes = await tgz({ Gemfile: "\n".repeat(SIZE) });
-      const upload = await fetch(target.absoluteUrl, { method: target.method, headers: { ...target.headers, ...auth }, body: bytes as Uint8Array<ArrayBuffer> });
+      const upload = await fetch(target.absoluteUrl, {
+        method: target.method,
+        headers: { ...target.headers, ...auth },
+        body: bytes as Uint8Array<ArrayBuffer>,
+      });
       expect(upload.status).toBe(200);
       // Warm the connection and the token cache so the probe measures waiting, not first use.
       expect((await fetch(`${server.url}/api/me`, { headers: auth })).status).toBe(200);
@@ -204,7 +237,9 @@ describe("the adversarial Gemfile through the Node adapter", () => {
         probes.push(performance.now() - t0);
       } while (!done);
       const result = await scan;
-      console.log(`scan of a ${bytes.length}-byte tarball (Gemfile of ${SIZE} newlines): ${scanMs.toFixed(0)} ms; slowest of ${probes.length} GET /api/me during it: ${Math.max(...probes).toFixed(0)} ms`);
+      console.log(
+        `scan of a ${bytes.length}-byte tarball (Gemfile of ${SIZE} newlines): ${scanMs.toFixed(0)} ms; slowest of ${probes.length} GET /api/me during it: ${Math.max(...probes).toFixed(0)} ms`,
+      );
       expect(result).toMatchObject({ status: 200, body: { stack: "ruby", framework: "ruby" } });
       expect(scanMs).toBeLessThan(1000);
       expect(Math.max(...probes)).toBeLessThan(500);

@@ -79,7 +79,15 @@ describe("tar reader: archives written by real tools", () => {
   });
 
   it("reads `\\` as a separator, keeps `a:b.txt` (not a drive path), and skips a directory's declared data", async () => {
-    const archive = await read(await gzip(tar([{ name: "a:b.txt", content: "x" }, { name: "dir/", type: "5", content: "ignored" }, { name: "c\\d.txt", content: "y" }])));
+    const archive = await read(
+      await gzip(
+        tar([
+          { name: "a:b.txt", content: "x" },
+          { name: "dir/", type: "5", content: "ignored" },
+          { name: "c\\d.txt", content: "y" },
+        ]),
+      ),
+    );
     expect([...archive.paths].sort()).toEqual(["a:b.txt", "c/d.txt", "dir/"]);
     expect(archive.files).toBe(2);
   });
@@ -122,31 +130,117 @@ describe("the two gunzips agree (zlib on Node, DecompressionStream on the Worker
 });
 
 describe("detection per ecosystem", () => {
-  const scan = (files: Record<string, string>) => detect({ paths: new Set(Object.keys(files)), manifests: new Map(Object.entries(files).filter(([k]) => MANIFEST_NAMES.has(k))) });
-  const pkg = (deps: Record<string, string>, scripts: Record<string, string> = {}, extra: Record<string, unknown> = {}) => JSON.stringify({ dependencies: deps, scripts, ...extra });
+  const scan = (files: Record<string, string>) =>
+    detect({ paths: new Set(Object.keys(files)), manifests: new Map(Object.entries(files).filter(([k]) => MANIFEST_NAMES.has(k))) });
+  const pkg = (deps: Record<string, string>, scripts: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ dependencies: deps, scripts, ...extra });
 
   it.each([
-    [{ "package.json": pkg({ next: "15" }, { build: "next build" }), "package-lock.json": "" }, { framework: "nextjs", packageManager: "npm", installCommand: "npm ci", buildCommand: "npm run build", startCommand: "npx next start -p $PORT", outputDirectory: ".next" }],
-    [{ "package.json": pkg({ vite: "5" }, { build: "vite build" }), "yarn.lock": "", ".yarnrc.yml": "" }, { framework: "vite", packageManager: "yarn", installCommand: "yarn install --immutable", buildCommand: "yarn run build", startCommand: null, outputDirectory: "dist" }],
-    [{ "package.json": pkg({ "react-scripts": "5" }, { build: "react-scripts build" }), "bun.lockb": "" }, { framework: "create-react-app", packageManager: "bun", installCommand: "bun install --frozen-lockfile", outputDirectory: "build" }],
-    [{ "package.json": pkg({ "@remix-run/react": "2" }, { build: "remix build", start: "remix-serve build" }, { packageManager: "pnpm@9.1.0" }) }, { framework: "remix", packageManager: "pnpm", installCommand: "pnpm install", startCommand: "pnpm start" }],
+    [
+      { "package.json": pkg({ next: "15" }, { build: "next build" }), "package-lock.json": "" },
+      {
+        framework: "nextjs",
+        packageManager: "npm",
+        installCommand: "npm ci",
+        buildCommand: "npm run build",
+        startCommand: "npx next start -p $PORT",
+        outputDirectory: ".next",
+      },
+    ],
+    [
+      { "package.json": pkg({ vite: "5" }, { build: "vite build" }), "yarn.lock": "", ".yarnrc.yml": "" },
+      {
+        framework: "vite",
+        packageManager: "yarn",
+        installCommand: "yarn install --immutable",
+        buildCommand: "yarn run build",
+        startCommand: null,
+        outputDirectory: "dist",
+      },
+    ],
+    [
+      { "package.json": pkg({ "react-scripts": "5" }, { build: "react-scripts build" }), "bun.lockb": "" },
+      { framework: "create-react-app", packageManager: "bun", installCommand: "bun install --frozen-lockfile", outputDirectory: "build" },
+    ],
+    [
+      { "package.json": pkg({ "@remix-run/react": "2" }, { build: "remix build", start: "remix-serve build" }, { packageManager: "pnpm@9.1.0" }) },
+      { framework: "remix", packageManager: "pnpm", installCommand: "pnpm install", startCommand: "pnpm start" },
+    ],
     [{ "package.json": pkg({ "@sveltejs/kit": "2" }, { build: "vite build" }) }, { framework: "sveltekit", startCommand: "node build" }],
     [{ "package.json": pkg({ nuxt: "3" }, { build: "nuxt build" }) }, { framework: "nuxt", startCommand: "node .output/server/index.mjs" }],
     [{ "package.json": pkg({ "@nestjs/core": "10" }, { build: "nest build", start: "node dist/main" }) }, { framework: "nestjs", startCommand: "npm start" }],
     [{ "package.json": pkg({ hono: "4" }, {}, { main: "src/index.js" }) }, { framework: "hono", startCommand: "node src/index.js" }],
-    [{ "package.json": "{ not json", "index.js": "" }, { stack: "node", framework: "node", startCommand: "node index.js" }],
+    [
+      { "package.json": "{ not json", "index.js": "" },
+      { stack: "node", framework: "node", startCommand: "node index.js" },
+    ],
     [{ "index.html": "<p>" }, { stack: "static", framework: "static", outputDirectory: "." }],
-    [{ "manage.py": 'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")', "requirements.txt": "Django==5.0\ngunicorn\n" }, { stack: "python", framework: "django", packageManager: "pip", installCommand: "pip install -r requirements.txt", buildCommand: "python manage.py collectstatic --noinput", startCommand: "gunicorn mysite.wsgi --bind 0.0.0.0:$PORT" }],
-    [{ "pyproject.toml": '[tool.poetry]\nname="x"\n[tool.poetry.dependencies]\nflask = "^3"\n', "poetry.lock": "", "app.py": "" }, { framework: "flask", packageManager: "poetry", installCommand: "poetry install --no-root", startCommand: "poetry run flask --app app run --host 0.0.0.0 --port $PORT" }],
-    [{ "pyproject.toml": '[project]\ndependencies = ["fastapi>=0.110", "uvicorn"]\n', "uv.lock": "", "app/main.py": "" }, { framework: "fastapi", packageManager: "uv", installCommand: "uv sync --frozen", startCommand: "uv run uvicorn app.main:app --host 0.0.0.0 --port $PORT" }],
-    [{ Pipfile: '[packages]\nrequests = "*"\n', "main.py": "" }, { framework: "python", packageManager: "pipenv", startCommand: "pipenv run python main.py" }],
-    [{ "go.mod": "module x\n\nrequire github.com/labstack/echo/v4 v4.12.0\n", "main.go": "" }, { stack: "go", framework: "echo", buildCommand: "go build -o app .", startCommand: "./app" }],
-    [{ Gemfile: "gem 'sinatra'\n", "config.ru": "" }, { stack: "ruby", framework: "sinatra", startCommand: "bundle exec rackup -o 0.0.0.0 -p $PORT" }],
-    [{ "composer.json": JSON.stringify({ require: { "laravel/framework": "^11" } }), artisan: "" }, { stack: "php", framework: "laravel", installCommand: "composer install --no-dev --optimize-autoloader", startCommand: "php artisan serve --host 0.0.0.0 --port $PORT" }],
-    [{ "index.php": "<?php", "public/index.php": "" }, { stack: "php", framework: "php", packageManager: null, startCommand: "php -S 0.0.0.0:$PORT -t public" }],
-    [{ "Cargo.toml": '[package]\nname = "api-server"\nversion = "0.1.0"\n\n[dependencies]\naxum = "0.7"\ntokio = { version = "1" }\n' }, { stack: "rust", framework: "axum", buildCommand: "cargo build --release", startCommand: "./target/release/api-server" }],
-    [{ Dockerfile: "FROM alpine", "package.json": pkg({ next: "15" }) }, { stack: "docker", framework: "docker", dockerfile: "Dockerfile", startCommand: null }],
-    [{ "requirements.txt": "flask\n", Procfile: "web: gunicorn wsgi:app --workers 2\nworker: celery -A tasks worker\n" }, { framework: "flask", startCommand: "gunicorn wsgi:app --workers 2" }],
+    [
+      { "manage.py": 'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")', "requirements.txt": "Django==5.0\ngunicorn\n" },
+      {
+        stack: "python",
+        framework: "django",
+        packageManager: "pip",
+        installCommand: "pip install -r requirements.txt",
+        buildCommand: "python manage.py collectstatic --noinput",
+        startCommand: "gunicorn mysite.wsgi --bind 0.0.0.0:$PORT",
+      },
+    ],
+    [
+      { "pyproject.toml": '[tool.poetry]\nname="x"\n[tool.poetry.dependencies]\nflask = "^3"\n', "poetry.lock": "", "app.py": "" },
+      {
+        framework: "flask",
+        packageManager: "poetry",
+        installCommand: "poetry install --no-root",
+        startCommand: "poetry run flask --app app run --host 0.0.0.0 --port $PORT",
+      },
+    ],
+    [
+      { "pyproject.toml": '[project]\ndependencies = ["fastapi>=0.110", "uvicorn"]\n', "uv.lock": "", "app/main.py": "" },
+      {
+        framework: "fastapi",
+        packageManager: "uv",
+        installCommand: "uv sync --frozen",
+        startCommand: "uv run uvicorn app.main:app --host 0.0.0.0 --port $PORT",
+      },
+    ],
+    [
+      { Pipfile: '[packages]\nrequests = "*"\n', "main.py": "" },
+      { framework: "python", packageManager: "pipenv", startCommand: "pipenv run python main.py" },
+    ],
+    [
+      { "go.mod": "module x\n\nrequire github.com/labstack/echo/v4 v4.12.0\n", "main.go": "" },
+      { stack: "go", framework: "echo", buildCommand: "go build -o app .", startCommand: "./app" },
+    ],
+    [
+      { Gemfile: "gem 'sinatra'\n", "config.ru": "" },
+      { stack: "ruby", framework: "sinatra", startCommand: "bundle exec rackup -o 0.0.0.0 -p $PORT" },
+    ],
+    [
+      { "composer.json": JSON.stringify({ require: { "laravel/framework": "^11" } }), artisan: "" },
+      {
+        stack: "php",
+        framework: "laravel",
+        installCommand: "composer install --no-dev --optimize-autoloader",
+        startCommand: "php artisan serve --host 0.0.0.0 --port $PORT",
+      },
+    ],
+    [
+      { "index.php": "<?php", "public/index.php": "" },
+      { stack: "php", framework: "php", packageManager: null, startCommand: "php -S 0.0.0.0:$PORT -t public" },
+    ],
+    [
+      { "Cargo.toml": '[package]\nname = "api-server"\nversion = "0.1.0"\n\n[dependencies]\naxum = "0.7"\ntokio = { version = "1" }\n' },
+      { stack: "rust", framework: "axum", buildCommand: "cargo build --release", startCommand: "./target/release/api-server" },
+    ],
+    [
+      { Dockerfile: "FROM alpine", "package.json": pkg({ next: "15" }) },
+      { stack: "docker", framework: "docker", dockerfile: "Dockerfile", startCommand: null },
+    ],
+    [
+      { "requirements.txt": "flask\n", Procfile: "web: gunicorn wsgi:app --workers 2\nworker: celery -A tasks worker\n" },
+      { framework: "flask", startCommand: "gunicorn wsgi:app --workers 2" },
+    ],
     [{ "README.md": "hi" }, { stack: "unknown", framework: "auto" }],
   ] as Array<[Record<string, string>, Record<string, unknown>]>)("%j", (files, expected) => {
     expect(scan(files)).toMatchObject(expected);
@@ -173,7 +267,15 @@ describe("compose parsing", () => {
       { file: "docker-compose.override.yml", text: "services:\n  api:\n    environment:\n      B: overridden\n    command: npm run dev\n" },
     );
     expect(services).toEqual([
-      { name: "api", image: null, build: { context: "./api", dockerfile: "Dockerfile.prod" }, command: "npm run dev", ports: ["80:8080", "53/udp", "9000"], dependsOn: ["cache"], envKeys: ["A", "B", "EMPTY"] },
+      {
+        name: "api",
+        image: null,
+        build: { context: "./api", dockerfile: "Dockerfile.prod" },
+        command: "npm run dev",
+        ports: ["80:8080", "53/udp", "9000"],
+        dependsOn: ["cache"],
+        envKeys: ["A", "B", "EMPTY"],
+      },
       { name: "cache", image: "redis:7", build: null, command: null, ports: [], dependsOn: [], envKeys: ["PORT", "FLAG", "NULLED"] },
     ]);
     expect(captured).toEqual({ api: { A: "1", B: "overridden", EMPTY: "" }, cache: { PORT: "6379", FLAG: "true", NULLED: "" } });
@@ -181,7 +283,11 @@ describe("compose parsing", () => {
 
   it("restores masked values by service and key only (own keys; `constructor` is just a name)", () => {
     const captured = { web: { SECRET: "s3cret", constructor: "c" } };
-    expect(restoreEnvironment("web", { SECRET: "•", constructor: "••", OTHER: "•••", CLEAR: "v" }, captured)).toEqual({ SECRET: "s3cret", constructor: "c", CLEAR: "v" });
+    expect(restoreEnvironment("web", { SECRET: "•", constructor: "••", OTHER: "•••", CLEAR: "v" }, captured)).toEqual({
+      SECRET: "s3cret",
+      constructor: "c",
+      CLEAR: "v",
+    });
     expect(restoreEnvironment("constructor", { name: "••" }, captured)).toEqual({});
     expect(restoreEnvironment("web", { toString: "••", __proto__: "x" } as Record<string, string>, undefined)).toEqual({});
     expect(restoreEnvironment("web", { SECRET: "•" }, undefined)).toEqual({});

@@ -13,7 +13,16 @@ it("drizzle-kit generates nothing new from shared/db/schema/", () => {
     // drizzle-kit prefixes "./" to --out, so pass it relative to the working directory.
     const out = execFileSync(
       process.execPath,
-      ["node_modules/drizzle-kit/bin.cjs", "generate", "--dialect", "postgresql", "--schema", "shared/db/schema/index.ts", "--out", relative(process.cwd(), dir)],
+      [
+        "node_modules/drizzle-kit/bin.cjs",
+        "generate",
+        "--dialect",
+        "postgresql",
+        "--schema",
+        "shared/db/schema/index.ts",
+        "--out",
+        relative(process.cwd(), dir),
+      ],
       { encoding: "utf8" },
     );
     expect(readdirSync(dir).sort(), `schema changed without a migration; run npm run db:generate\n${out}`).toEqual(before);

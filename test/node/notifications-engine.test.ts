@@ -63,7 +63,6 @@ afterAll(async () => {
   for (const o of opened) await o.close();
   await pglite?.close();
   await own?.drop();
-
 });
 
 async function receiver(...args: Parameters<typeof startHttpReceiver>) {
@@ -206,9 +205,15 @@ describe("delivery engine on Node", () => {
     await limited.drain();
     expect(r.recorder.hits).toHaveLength(3); // not before the window ends
 
-    await until(async () => (await limited.drain(), r.recorder.hits.length >= 6));
+    await until(async () => {
+      await limited.drain();
+      return r.recorder.hits.length >= 6;
+    });
     expect(r.recorder.hits).toHaveLength(6);
-    await until(async () => (await limited.drain(), (await statusCounts(db, orgId)).delivered === 8));
+    await until(async () => {
+      await limited.drain();
+      return (await statusCounts(db, orgId)).delivered === 8;
+    });
     const counts = r.recorder.countsById();
     expect(counts.size).toBe(8);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
@@ -231,7 +236,10 @@ describe("delivery engine on Node", () => {
     const limited = engine(db, { limits: { perOrgOther: { max: 4, windowMs: 1_000 } } });
     await limited.drain();
     expect(await statusCounts(db, orgId)).toEqual({ delivered: 4, pending: 2 });
-    const [pending] = await rowsOfSql<{ last_error: string }>(db, `select last_error from notification_outbox where org_id = '${orgId}' and status = 'pending' limit 1`);
+    const [pending] = await rowsOfSql<{ last_error: string }>(
+      db,
+      `select last_error from notification_outbox where org_id = '${orgId}' and status = 'pending' limit 1`,
+    );
     expect(pending!.last_error).toBe("Deferred: the organization's delivery limit (4 per 1 s) was reached");
     // The channels were charged only for what was sent.
     const [charged] = await rowsOfSql<{ n: number }>(
@@ -239,7 +247,10 @@ describe("delivery engine on Node", () => {
       `select coalesce(sum(count), 0)::int as n from rate_limits where key in (select 'send:channel:' || id from notification_channels where org_id = '${orgId}')`,
     );
     expect(charged!.n).toBe(4);
-    await until(async () => (await limited.drain(), (await statusCounts(db, orgId)).delivered === 6));
+    await until(async () => {
+      await limited.drain();
+      return (await statusCounts(db, orgId)).delivered === 6;
+    });
     expect([...r.recorder.countsById().values()]).toEqual([1, 1, 1, 1, 1, 1]);
   });
 
@@ -254,7 +265,10 @@ describe("delivery engine on Node", () => {
     expect(r.recorder.hits).toHaveLength(5);
     expect(await statusCounts(db, orgId)).toEqual({ delivered: 5, pending: 15 });
     // Later windows deliver the rest, each once.
-    await until(async () => (await Promise.all(engines.map((e) => e.drain())), (await statusCounts(db, orgId)).delivered === 20), 30_000);
+    await until(async () => {
+      await Promise.all(engines.map((e) => e.drain()));
+      return (await statusCounts(db, orgId)).delivered === 20;
+    }, 30_000);
     const counts = r.recorder.countsById();
     expect(counts.size).toBe(20);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);

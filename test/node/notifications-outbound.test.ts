@@ -149,7 +149,17 @@ describe("outbound HTTP on Node", () => {
 
     it("refuses loopback in every spelling, before connecting", async () => {
       const before = receiver.recorder.hits.length;
-      for (const host of ["127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "0x7f.1", "2130706433", "127.1", "[0:0:0:0:0:ffff:7f00:1]"]) {
+      for (const host of [
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "0x7f.1",
+        "2130706433",
+        "127.1",
+        "[0:0:0:0:0:ffff:7f00:1]",
+      ]) {
         const result = await outbound.send(request(`http://${host}:${port}/hook`));
         expect(result.ok, host).toBe(false);
         if (!result.ok) {
@@ -177,8 +187,7 @@ describe("outbound HTTP on Node", () => {
     });
 
     it("checks every address a name resolves to", async () => {
-      const resolving = (map: Record<string, Array<{ address: string; family: number }>>) =>
-        createNodeOutbound({ resolve: async (host) => map[host] ?? [] });
+      const resolving = (map: Record<string, Array<{ address: string; family: number }>>) => createNodeOutbound({ resolve: async (host) => map[host] ?? [] });
       const dns = resolving({
         "private.example": [{ address: "10.0.0.5", family: 4 }],
         "mixed.example": [
@@ -213,13 +222,24 @@ describe("outbound HTTP on Node", () => {
         const allowed = createNodeOutbound({ allowPrivate: true, resolve: async () => [address] });
         const meta = await allowed.send(request("http://instance-data.example/latest/"));
         expect(meta.ok, address.address).toBe(false);
-        if (!meta.ok) expect(meta.error, address.address).toMatch(/(link-local|cloud metadata) address; link-local and cloud metadata addresses are always refused$/);
+        if (!meta.ok)
+          expect(meta.error, address.address).toMatch(/(link-local|cloud metadata) address; link-local and cloud metadata addresses are always refused$/);
       }
       // The GCP name is refused before any lookup, whatever it resolves to.
       let looked = 0;
-      const named = createNodeOutbound({ allowPrivate: true, resolve: async () => (looked++, [{ address: "93.184.216.34", family: 4 }]) });
+      const named = createNodeOutbound({
+        allowPrivate: true,
+        resolve: async () => {
+          looked++;
+          return [{ address: "93.184.216.34", family: 4 }];
+        },
+      });
       const gcp = await named.send(request("http://metadata.google.internal/computeMetadata/v1/"));
-      expect(gcp).toMatchObject({ ok: false, retryable: false, error: "The destination is a cloud metadata server name; link-local and cloud metadata addresses are always refused" });
+      expect(gcp).toMatchObject({
+        ok: false,
+        retryable: false,
+        error: "The destination is a cloud metadata server name; link-local and cloud metadata addresses are always refused",
+      });
       expect(looked).toBe(0);
     });
 
@@ -348,7 +368,10 @@ describe("outbound HTTP on Node", () => {
     for (const url of [`${receiver.origin}/x`, `http://localhost:${port}/x`, `http://[::ffff:7f00:1]:${port}/x`, "http://169.254.169.254/"]) {
       const result = await strict.send(request(url));
       expect(result.ok, url).toBe(false);
-      if (!result.ok) expect(result.error, url).toMatch(url.includes("169.254") ? /always refused$/ : /sends to private networks are refused unless OUTBOUND_ALLOW_PRIVATE=true$/);
+      if (!result.ok)
+        expect(result.error, url).toMatch(
+          url.includes("169.254") ? /always refused$/ : /sends to private networks are refused unless OUTBOUND_ALLOW_PRIVATE=true$/,
+        );
     }
   });
 });

@@ -29,8 +29,9 @@ const VALID_SAMPLES: Record<string, string[]> = {
 };
 
 function collect(node: unknown, key: string, out: Array<{ path: string; value: any }>, path = "#"): typeof out {
-  if (Array.isArray(node)) node.forEach((child, i) => collect(child, key, out, `${path}/${i}`));
-  else if (node && typeof node === "object") {
+  if (Array.isArray(node)) {
+    for (const [i, child] of node.entries()) collect(child, key, out, `${path}/${i}`);
+  } else if (node && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
       if (k === key) out.push({ path: `${path}/${k}`, value: v });
       collect(v, key, out, `${path}/${k}`);
@@ -126,7 +127,11 @@ describe("OpenAPI document", () => {
     expect(responses("/api/projects/{id}/commit-status", "get")).toEqual(expect.arrayContaining(["404", "409"]));
     expect(responses("/api/projects/{id}/auto-deploy", "post")).toEqual(expect.arrayContaining(["400", "404", "409"]));
     expect(responses("/api/projects/{id}/webhook-domain", "post")).toEqual(expect.arrayContaining(["400", "404"]));
-    for (const [path, method] of [["/api/projects/{id}/git", "get"], ["/api/projects/{id}/branches", "get"], ["/api/projects/{id}/commit-status", "get"]]) {
+    for (const [path, method] of [
+      ["/api/projects/{id}/git", "get"],
+      ["/api/projects/{id}/branches", "get"],
+      ["/api/projects/{id}/commit-status", "get"],
+    ]) {
       expect(doc.paths[path!][method!]["x-permission"], path).toBe("project:read");
     }
     for (const path of ["/api/projects/{id}/git/link", "/api/projects/{id}/branch", "/api/projects/{id}/auto-deploy", "/api/projects/{id}/webhook-domain"]) {

@@ -3,7 +3,20 @@
  * data dir, the owner token, the data-dir lock, restarts, Postgres mode, signals.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  existsSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -154,20 +167,24 @@ describe("self-hosted adapter on PGlite", () => {
 });
 
 describe("self-hosted adapter on Postgres", () => {
-  it.runIf(inject("pgKind") === "postgres")("bootstraps an empty database once and serves it", async () => {
-    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
-    cleanups.push(() => own.drop());
-    const url = new URL(own.url);
-    const dir = tempDir();
-    const server = await start({ DATA_DIR: dir, DATABASE_URL: url.toString() });
-    const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
-    expect((await me(server.url, token)).status).toBe(200);
-    // No data-dir lock with Postgres: several stateless processes may share it.
-    const lines: string[] = [];
-    const other = await start({ DATA_DIR: dir, DATABASE_URL: url.toString() }, lines);
-    expect(lines.join("\n")).not.toContain("First start");
-    expect((await me(other.url, token)).status).toBe(200);
-  }, 60_000);
+  it.runIf(inject("pgKind") === "postgres")(
+    "bootstraps an empty database once and serves it",
+    async () => {
+      const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+      cleanups.push(() => own.drop());
+      const url = new URL(own.url);
+      const dir = tempDir();
+      const server = await start({ DATA_DIR: dir, DATABASE_URL: url.toString() });
+      const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
+      expect((await me(server.url, token)).status).toBe(200);
+      // No data-dir lock with Postgres: several stateless processes may share it.
+      const lines: string[] = [];
+      const other = await start({ DATA_DIR: dir, DATABASE_URL: url.toString() }, lines);
+      expect(lines.join("\n")).not.toContain("First start");
+      expect((await me(other.url, token)).status).toBe(200);
+    },
+    60_000,
+  );
 
   const postgres = it.runIf(inject("pgKind") === "postgres");
   const users = async (url: string) => {
@@ -180,47 +197,59 @@ describe("self-hosted adapter on Postgres", () => {
     }
   };
 
-  postgres("with SECRET_KEYS and a DATA_DIR that does not exist yet, first start creates it and saves the token", async () => {
-    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
-    cleanups.push(() => own.drop());
-    const dir = join(tempDir(), "new", "data");
-    const lines: string[] = [];
-    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
-    const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
-    expect(lines.join("\n")).toContain(token);
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
-    expect(statSync(join(dir, "owner-token")).mode & 0o777).toBe(0o600);
-    expect((await me(server.url, token)).status).toBe(200);
-  }, 60_000);
+  postgres(
+    "with SECRET_KEYS and a DATA_DIR that does not exist yet, first start creates it and saves the token",
+    async () => {
+      const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+      cleanups.push(() => own.drop());
+      const dir = join(tempDir(), "new", "data");
+      const lines: string[] = [];
+      const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
+      const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
+      expect(lines.join("\n")).toContain(token);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      expect(statSync(join(dir, "owner-token")).mode & 0o777).toBe(0o600);
+      expect((await me(server.url, token)).status).toBe(200);
+    },
+    60_000,
+  );
 
-  postgres("a first start that cannot save the owner token creates nothing; the next one completes", async () => {
-    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
-    cleanups.push(() => own.drop());
-    const dir = tempDir();
-    chmodSync(dir, 0o700);
-    mkdirSync(join(dir, "owner-token")); // in the way (permissions do not stop root; a folder does)
-    const lines: string[] = [];
-    await expect(start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines)).rejects.toThrow(/owner-token/);
-    expect(await users(own.url)).toBe(0);
-    expect(lines).toEqual([]);
-    expect(readdirSync(dir)).toEqual(["owner-token"]); // no temporary file left
+  postgres(
+    "a first start that cannot save the owner token creates nothing; the next one completes",
+    async () => {
+      const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+      cleanups.push(() => own.drop());
+      const dir = tempDir();
+      chmodSync(dir, 0o700);
+      mkdirSync(join(dir, "owner-token")); // in the way (permissions do not stop root; a folder does)
+      const lines: string[] = [];
+      await expect(start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines)).rejects.toThrow(/owner-token/);
+      expect(await users(own.url)).toBe(0);
+      expect(lines).toEqual([]);
+      expect(readdirSync(dir)).toEqual(["owner-token"]); // no temporary file left
 
-    rmSync(join(dir, "owner-token"), { recursive: true });
-    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
-    const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
-    expect((await me(server.url, token)).status).toBe(200);
-    expect(await users(own.url)).toBe(1);
-  }, 60_000);
+      rmSync(join(dir, "owner-token"), { recursive: true });
+      const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS }, lines);
+      const token = readFileSync(join(dir, "owner-token"), "utf8").trim();
+      expect((await me(server.url, token)).status).toBe(200);
+      expect(await users(own.url)).toBe(1);
+    },
+    60_000,
+  );
 
-  postgres("with WORKSPACE_OWNER_TOKEN, writes no owner-token (and needs no DATA_DIR)", async () => {
-    const own = await freshDatabase(inject("pgUrl"), "ws_sh");
-    cleanups.push(() => own.drop());
-    const dir = join(tempDir(), "absent");
-    const chosen = `automation-${"y".repeat(40)}`;
-    const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS, WORKSPACE_OWNER_TOKEN: chosen });
-    expect((await me(server.url, chosen)).status).toBe(200);
-    expect(existsSync(dir)).toBe(false);
-  }, 60_000);
+  postgres(
+    "with WORKSPACE_OWNER_TOKEN, writes no owner-token (and needs no DATA_DIR)",
+    async () => {
+      const own = await freshDatabase(inject("pgUrl"), "ws_sh");
+      cleanups.push(() => own.drop());
+      const dir = join(tempDir(), "absent");
+      const chosen = `automation-${"y".repeat(40)}`;
+      const server = await start({ DATA_DIR: dir, DATABASE_URL: own.url, SECRET_KEYS: TEST_SECRET_KEYS, WORKSPACE_OWNER_TOKEN: chosen });
+      expect((await me(server.url, chosen)).status).toBe(200);
+      expect(existsSync(dir)).toBe(false);
+    },
+    60_000,
+  );
 });
 
 describe("npm start process", () => {
@@ -432,7 +461,10 @@ describe("the test harness", () => {
     expect(await expectStatus(await send("POST", `/channels/${local.id}/test`), 200)).toMatchObject({ delivered: true, statusCode: 200 });
     expect(receiver.recorder.hits).toHaveLength(1);
     // Metadata addresses stay refused whatever OUTBOUND_ALLOW_PRIVATE says.
-    const metadata = await expectStatus(await send("POST", "/channels", { kind: "webhook", label: "meta", config: { url: "http://169.254.169.254/hook" } }), 201);
+    const metadata = await expectStatus(
+      await send("POST", "/channels", { kind: "webhook", label: "meta", config: { url: "http://169.254.169.254/hook" } }),
+      201,
+    );
     const refused = await expectStatus(await send("POST", `/channels/${metadata.id}/test`), 200);
     expect(refused).toMatchObject({ delivered: false, statusCode: null });
   });

@@ -19,7 +19,7 @@ describe("input safety", () => {
       headers: { "content-type": "application/json" },
     });
     await expectProblem(surrogate, 400, "defaultServerId");
-    const key = await h.request("/api/tokens", { token: t.token, json: { name: "x", ["sc\u0000opes"]: [] } });
+    const key = await h.request("/api/tokens", { token: t.token, json: { name: "x", "sc\u0000opes": [] } });
     await expectProblem(key, 400, "sc\u0000opes");
     expect((await expectStatus(await h.request("/api/settings", { token: t.token }), 200)).defaultServerId).toBeNull();
   });

@@ -27,7 +27,7 @@ describe("keyring", () => {
     const keyring = await createKeyring(generateKeySpec("a"));
     const sealed = await keyring.encrypt("x", ctx);
     const parts = sealed.split(".");
-    const flipped = parts[3]!.startsWith("A") ? "B" + parts[3]!.slice(1) : "A" + parts[3]!.slice(1);
+    const flipped = parts[3]!.startsWith("A") ? `B${parts[3]!.slice(1)}` : `A${parts[3]!.slice(1)}`;
     for (const bad of [[...parts.slice(0, 3), flipped].join("."), sealed.replace(".a.", ".zz."), "v2.a.b.c", "plain", ""]) {
       await expect(keyring.decrypt(bad, ctx)).rejects.toThrow("cannot be decrypted");
     }
@@ -49,6 +49,6 @@ describe("keyring", () => {
     expect(() => parseKeySpec("")).toThrow();
     expect(() => parseKeySpec("nokey")).toThrow();
     expect(() => parseKeySpec("a:c2hvcnQ")).toThrow("32 bytes");
-    expect(() => parseKeySpec("bad id:" + "A".repeat(43))).toThrow();
+    expect(() => parseKeySpec(`bad id:${"A".repeat(43)}`)).toThrow();
   });
 });

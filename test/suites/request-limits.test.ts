@@ -49,7 +49,7 @@ describe("request body limits", () => {
     const t = await seedTenant(h);
     const padded = (size: number) => {
       const base = JSON.stringify({ name: "limits" });
-      return base.slice(0, -1) + " ".repeat(size - base.length) + "}";
+      return `${base.slice(0, -1) + " ".repeat(size - base.length)}}`;
     };
     const over = await h.request("/api/projects", { method: "POST", token: t.token, body: padded(MAX_JSON_BODY_BYTES + 1), headers: JSON_HEADERS });
     await expectProblem(over, 413);

@@ -166,7 +166,7 @@ export async function dumpAllTables(h: Harness): Promise<string> {
   for (const { table_name } of rows) {
     const res = await h.db.execute(`select row_to_json(t)::text as j from "${table_name}" t` as never);
     const list = (res as unknown as { rows?: { j: string }[] }).rows ?? (res as unknown as { j: string }[]);
-    for (const r of list) out += r.j + "\n";
+    for (const r of list) out += `${r.j}\n`;
   }
   return out;
 }

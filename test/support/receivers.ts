@@ -104,7 +104,13 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
       stream.on("data", (c: Buffer) => chunks.push(c));
       stream.on("end", () => {
         const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-        messages.push(parseMessage(Buffer.concat(chunks).toString("utf8"), from, session.envelope.rcptTo.map((r) => r.address)));
+        messages.push(
+          parseMessage(
+            Buffer.concat(chunks).toString("utf8"),
+            from,
+            session.envelope.rcptTo.map((r) => r.address),
+          ),
+        );
         callback();
       });
     },

@@ -24,7 +24,7 @@ function writeString(block: Uint8Array, offset: number, length: number, value: s
 }
 
 function writeOctal(block: Uint8Array, offset: number, length: number, value: number) {
-  writeString(block, offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
+  writeString(block, offset, length, `${value.toString(8).padStart(length - 1, "0")}\0`);
 }
 
 /** One ustar header block (names up to 100 bytes; longer ones get a PAX record first, see tar()). */
@@ -42,7 +42,7 @@ export function tarHeader(name: string, size: number, type = "0", linkname = "")
   writeString(block, 257, 8, "ustar\u000000");
   let sum = 0;
   for (const b of block) sum += b;
-  writeString(block, 148, 8, sum.toString(8).padStart(6, "0") + "\0 ");
+  writeString(block, 148, 8, `${sum.toString(8).padStart(6, "0")}\0 `);
   return block;
 }
 
@@ -73,7 +73,11 @@ export function tar(entries: FixtureEntry[]): Uint8Array {
     const content = typeof e.content === "string" ? encoder.encode(e.content) : (e.content ?? new Uint8Array(0));
     const records = { ...(encoder.encode(e.name).length > 100 ? { path: e.name } : {}), ...e.pax };
     if (Object.keys(records).length > 0) {
-      const pax = encoder.encode(Object.entries(records).map(([k, v]) => paxRecord(k, v)).join(""));
+      const pax = encoder.encode(
+        Object.entries(records)
+          .map(([k, v]) => paxRecord(k, v))
+          .join(""),
+      );
       parts.push(tarHeader("PaxHeader", pax.length, "x"), pax, padding(pax.length));
     }
     parts.push(tarHeader(e.name.slice(0, 100), e.size ?? content.length, e.type ?? "0", e.linkname ?? ""), content, padding(content.length));

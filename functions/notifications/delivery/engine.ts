@@ -258,7 +258,13 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
 
   async function processOne(send: Claimed, row: Loaded | undefined, token: string, deferral: Deferral | undefined): Promise<void> {
     const started = clock();
-    const finish = async (status: SendStatus, result: OutboundResult | null, error: string | null, nextAt: Date | null = null, attempted = status !== "cancelled") => {
+    const finish = async (
+      status: SendStatus,
+      result: OutboundResult | null,
+      error: string | null,
+      nextAt: Date | null = null,
+      attempted = status !== "cancelled",
+    ) => {
       const kept = await record({ send, token, status, started, durationMs: clock().getTime() - started.getTime(), result, nextAt, error, attempted });
       if (!kept) logger.error("notification send lease lost", { sendId: send.id });
       if (status !== "delivered") {
@@ -345,7 +351,14 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
   }
 
   async function processBatch(token: string, batch: Claimed[]): Promise<void> {
-    const rows = new Map((await load(db, batch.map((b) => b.id))).map((r) => [r.id, r]));
+    const rows = new Map(
+      (
+        await load(
+          db,
+          batch.map((b) => b.id),
+        )
+      ).map((r) => [r.id, r]),
+    );
     const deferred = await applyLimits(batch, rows);
     let next = 0;
     const worker = async () => {

@@ -100,7 +100,14 @@ export function teamsBody(m: NotificationMessage, format: TeamsFormat): Record<s
     };
   }
   const body: unknown[] = [
-    { type: "TextBlock", text: oneLine(m.title), weight: "Bolder", size: "Medium", wrap: true, color: toneOf(m.category) === "danger" ? "Attention" : "Default" },
+    {
+      type: "TextBlock",
+      text: oneLine(m.title),
+      weight: "Bolder",
+      size: "Medium",
+      wrap: true,
+      color: toneOf(m.category) === "danger" ? "Attention" : "Default",
+    },
   ];
   if (m.message) body.push({ type: "TextBlock", text: m.message, wrap: true });
   body.push({ type: "FactSet", facts: facts(m).map(([title, value]) => ({ title, value })) });
@@ -116,8 +123,7 @@ export function teamsBody(m: NotificationMessage, format: TeamsFormat): Record<s
   };
 }
 
-const htmlEscape = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+const htmlEscape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 
 export function emailMessage(m: NotificationMessage, to: string): EmailMessage {
   const title = oneLine(m.title);

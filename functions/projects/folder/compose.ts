@@ -134,7 +134,9 @@ function portsOf(raw: unknown, where: string, file: string): string[] {
   if (!Array.isArray(raw)) fail(file, `${where}: ports must be a list`);
   if (raw.length > LIMITS.ports) fail(file, `${where}: more than ${LIMITS.ports} ports`);
   return raw.map((p) => {
-    const port = isMap(p) ? `${p.published !== undefined ? `${scalar(p.published)}:` : ""}${scalar(p.target)}${p.protocol && p.protocol !== "tcp" ? `/${scalar(p.protocol)}` : ""}` : scalar(p);
+    const port = isMap(p)
+      ? `${p.published !== undefined ? `${scalar(p.published)}:` : ""}${scalar(p.target)}${p.protocol && p.protocol !== "tcp" ? `/${scalar(p.protocol)}` : ""}`
+      : scalar(p);
     if (!port || port.length > 100 || CONTROL.test(port)) fail(file, `${where}: a port entry is not valid`);
     return port;
   });
@@ -160,13 +162,19 @@ function merged(files: Array<{ file: string; doc: Yaml }>): Map<string, { def: Y
     for (const [name, def] of Object.entries(services)) {
       if (!isMap(def) && def !== null) fail(file, `service ${JSON.stringify(name.slice(0, 100))} must be a mapping`);
       const prev = out.get(name) ?? { def: {}, environments: [] };
-      out.set(name, { def: { ...prev.def, ...(def ?? {}) }, environments: def?.environment === undefined ? prev.environments : [...prev.environments, def.environment] });
+      out.set(name, {
+        def: { ...prev.def, ...(def ?? {}) },
+        environments: def?.environment === undefined ? prev.environments : [...prev.environments, def.environment],
+      });
     }
   }
   return out;
 }
 
-export function parseCompose(main: { file: string; text: string }, override?: { file: string; text: string }): { services: ParsedService[]; captured: CapturedValues } {
+export function parseCompose(
+  main: { file: string; text: string },
+  override?: { file: string; text: string },
+): { services: ParsedService[]; captured: CapturedValues } {
   const files = [main, ...(override ? [override] : [])].map(({ file, text }) => ({ file, doc: load(text, file) }));
   const definitions = merged(files);
   if (definitions.size === 0) fail(main.file, "defines no services");
@@ -182,7 +190,14 @@ export function parseCompose(main: { file: string; text: string }, override?: { 
     const image = def.image === undefined || def.image === null ? null : scalar(def.image);
     if (image !== null && (image.length === 0 || image.length > 512 || CONTROL.test(image))) fail(main.file, `${where}: image is not valid`);
     const dependsRaw = def.depends_on;
-    const dependsOn = dependsRaw === undefined || dependsRaw === null ? [] : Array.isArray(dependsRaw) ? dependsRaw.map((d) => scalar(d) ?? "") : isMap(dependsRaw) ? Object.keys(dependsRaw) : null;
+    const dependsOn =
+      dependsRaw === undefined || dependsRaw === null
+        ? []
+        : Array.isArray(dependsRaw)
+          ? dependsRaw.map((d) => scalar(d) ?? "")
+          : isMap(dependsRaw)
+            ? Object.keys(dependsRaw)
+            : null;
     if (!dependsOn || dependsOn.some((d) => !definitions.has(d))) fail(main.file, `${where}: depends_on must name services of this file`);
     services.push({
       name,

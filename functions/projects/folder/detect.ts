@@ -146,9 +146,13 @@ function detectNode({ paths, manifests }: Folder): Detection | null {
   const deps = { ...(pkg.dependencies ?? {}), ...(pkg.devDependencies ?? {}) } as Record<string, unknown>;
   const declared = typeof pkg.packageManager === "string" ? /^(npm|pnpm|yarn|bun)@/.exec(pkg.packageManager)?.[1] : undefined;
   const pm =
-    declared ??
-    (paths.has("pnpm-lock.yaml") ? "pnpm" : paths.has("yarn.lock") ? "yarn" : paths.has("bun.lockb") || paths.has("bun.lock") ? "bun" : "npm");
-  const locked = { npm: paths.has("package-lock.json") || paths.has("npm-shrinkwrap.json"), pnpm: paths.has("pnpm-lock.yaml"), yarn: paths.has("yarn.lock"), bun: paths.has("bun.lockb") || paths.has("bun.lock") }[pm];
+    declared ?? (paths.has("pnpm-lock.yaml") ? "pnpm" : paths.has("yarn.lock") ? "yarn" : paths.has("bun.lockb") || paths.has("bun.lock") ? "bun" : "npm");
+  const locked = {
+    npm: paths.has("package-lock.json") || paths.has("npm-shrinkwrap.json"),
+    pnpm: paths.has("pnpm-lock.yaml"),
+    yarn: paths.has("yarn.lock"),
+    bun: paths.has("bun.lockb") || paths.has("bun.lock"),
+  }[pm];
   const install = {
     npm: locked ? "npm ci" : "npm install",
     pnpm: locked ? "pnpm install --frozen-lockfile" : "pnpm install",
@@ -183,7 +187,10 @@ function detectNode({ paths, manifests }: Folder): Detection | null {
 
 /** A dependency named in requirements.txt, pyproject.toml or Pipfile (names compared case-insensitively). */
 function pythonDeps(manifests: ReadonlyMap<string, string>): (name: string) => boolean {
-  const text = ["requirements.txt", "pyproject.toml", "Pipfile"].map((f) => manifests.get(f) ?? "").join("\n").toLowerCase();
+  const text = ["requirements.txt", "pyproject.toml", "Pipfile"]
+    .map((f) => manifests.get(f) ?? "")
+    .join("\n")
+    .toLowerCase();
   return (name) => new RegExp(`(^|[\\s"'\\[,=])${name.replace(/[-_.]/g, "[-_.]")}(?![a-z0-9_-])`, "m").test(text);
 }
 
@@ -192,7 +199,13 @@ function detectPython({ paths, manifests }: Folder): Detection | null {
   if (!isPython) return null;
   const dep = pythonDeps(manifests);
   const pyproject = manifests.get("pyproject.toml") ?? "";
-  const pm = paths.has("uv.lock") ? "uv" : paths.has("poetry.lock") || pyproject.split("\n").some((l) => l.startsWith("[tool.poetry]")) ? "poetry" : paths.has("Pipfile") ? "pipenv" : "pip";
+  const pm = paths.has("uv.lock")
+    ? "uv"
+    : paths.has("poetry.lock") || pyproject.split("\n").some((l) => l.startsWith("[tool.poetry]"))
+      ? "poetry"
+      : paths.has("Pipfile")
+        ? "pipenv"
+        : "pip";
   const install = {
     uv: "uv sync --frozen",
     poetry: "poetry install --no-root",
@@ -215,11 +228,22 @@ function detectPython({ paths, manifests }: Folder): Detection | null {
     start = exec(`uvicorn ${module ?? "main"}:app --host 0.0.0.0 --port $PORT`);
   } else if (dep("flask")) {
     framework = "flask";
-    start = dep("gunicorn") ? exec(`gunicorn ${module ?? "app"}:app --bind 0.0.0.0:$PORT`) : exec(`flask --app ${module ?? "app"} run --host 0.0.0.0 --port $PORT`);
+    start = dep("gunicorn")
+      ? exec(`gunicorn ${module ?? "app"}:app --bind 0.0.0.0:$PORT`)
+      : exec(`flask --app ${module ?? "app"} run --host 0.0.0.0 --port $PORT`);
   } else if (module) {
     start = exec(`python ${module.replace(/\./g, "/")}.py`);
   }
-  return { stack: "python", framework, packageManager: pm, installCommand: install, buildCommand: build, startCommand: command(start), outputDirectory: null, dockerfile: null };
+  return {
+    stack: "python",
+    framework,
+    packageManager: pm,
+    installCommand: install,
+    buildCommand: build,
+    startCommand: command(start),
+    outputDirectory: null,
+    dockerfile: null,
+  };
 }
 
 function detectGo({ manifests }: Folder): Detection | null {

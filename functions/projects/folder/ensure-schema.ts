@@ -9,24 +9,20 @@ const Id = z.string().min(1).max(100);
 // One flat object (not an extension of CreateProject): an `allOf` of two closed objects would accept no body at all.
 export const EnsureBody = z
   .strictObject({
-  ...CREATE_PROJECT_FIELDS,
-  projectId: Id.optional().openapi({ description: "Update this project in place instead of creating one; another organization's id is 404" }),
-  uploadSessionId: Id.optional().openapi({
-    description:
-      "The scanned folder-upload session: restores masked compose values, binds the upload to the project for the deploy step, and makes `gitProvider` default to `upload`",
-  }),
-  services: z
-    .array(ServiceInput)
-    .max(LIMITS.services)
-    .optional()
-    .openapi({
+    ...CREATE_PROJECT_FIELDS,
+    projectId: Id.optional().openapi({ description: "Update this project in place instead of creating one; another organization's id is 404" }),
+    uploadSessionId: Id.optional().openapi({
+      description:
+        "The scanned folder-upload session: restores masked compose values, binds the upload to the project for the deploy step, and makes `gitProvider` default to `upload`",
+    }),
+    services: z.array(ServiceInput).max(LIMITS.services).optional().openapi({
       description:
         "The project's whole service set (a compose folder): services left out are removed. Omitted: the project's services are unchanged and the deploy step uses the ones parsed for the upload session.",
     }),
-  installCommand: Command.optional().openapi({ description: "Ensure only: the scan's install command (a project option)" }),
-  startCommand: Command.optional().openapi({ description: "Ensure only: the scan's start command (a project option)" }),
-  outputDirectory: RelativePath.optional().openapi({ description: "Ensure only: the scan's output directory (a project option)" }),
-})
+    installCommand: Command.optional().openapi({ description: "Ensure only: the scan's install command (a project option)" }),
+    startCommand: Command.optional().openapi({ description: "Ensure only: the scan's start command (a project option)" }),
+    outputDirectory: RelativePath.optional().openapi({ description: "Ensure only: the scan's output directory (a project option)" }),
+  })
   .superRefine((body, ctx) => {
     const names = new Set<string>();
     for (const [i, s] of (body.services ?? []).entries()) {

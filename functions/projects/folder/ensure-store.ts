@@ -45,7 +45,14 @@ function ensuredFields(body: Body, gitProvider: ProjectRow["gitProvider"] | unde
 const sqlExcluded = (column: string) => sql.raw(`excluded.${column}`);
 
 /** The sent services become the whole set: the others are removed; masked values are restored from `captured` or dropped. */
-async function replaceServices(tx: Tx, keyring: Keyring, scope: { orgId: string; projectId: string }, services: Service[], captured: CapturedValues | undefined, now: Date) {
+async function replaceServices(
+  tx: Tx,
+  keyring: Keyring,
+  scope: { orgId: string; projectId: string },
+  services: Service[],
+  captured: CapturedValues | undefined,
+  now: Date,
+) {
   const names = services.map((s) => s.name);
   await tx
     .delete(projectServices)

@@ -35,11 +35,14 @@ export const UploadTargetSchema = z
     sessionId: z.string().openapi({ description: "Pass it to the scan and to ensure (`uploadSessionId`)" }),
     url: z.string().openapi({ description: "The target relative to the API base (the relay), or the same absolute URL as `absoluteUrl` (presigned)" }),
     absoluteUrl: z.string().openapi({
-      description: "Full URL to upload to. The relay's is built on the instance's PUBLIC_URL, else on the origin the session request reached: send the token only when its origin is the API's own",
+      description:
+        "Full URL to upload to. The relay's is built on the instance's PUBLIC_URL, else on the origin the session request reached: send the token only when its origin is the API's own",
     }),
     method: z.enum(["PUT", "POST"]),
     headers: z.record(z.string(), z.string()).openapi({ description: "Send these with the upload; they include `Content-Type: application/gzip`" }),
-    requiresAuth: z.boolean().openapi({ description: "true: the API's own relay, send your bearer token too. false: an external target; do not send the token" }),
+    requiresAuth: z
+      .boolean()
+      .openapi({ description: "true: the API's own relay, send your bearer token too. false: an external target; do not send the token" }),
     expiresAt: z.string().openapi({ description: "The session (and a presigned URL) is unusable after this time" }),
     maxBytes: z.number().int().openapi({ description: "Largest tarball accepted" }),
   })
@@ -101,7 +104,10 @@ export const ScanResultSchema = z
     outputDirectory: z.string().nullable(),
     dockerfile: z.string().nullable().openapi({ description: "Path of the Dockerfile inside the folder" }),
     composeFile: z.string().nullable(),
-    services: z.array(ServiceSchema).optional().openapi({ description: "Present for a folder with a compose file; pass it unchanged to ensure with `uploadSessionId`" }),
+    services: z
+      .array(ServiceSchema)
+      .optional()
+      .openapi({ description: "Present for a folder with a compose file; pass it unchanged to ensure with `uploadSessionId`" }),
     rootDirectory: z.string().nullable().openapi({ description: "The single top-level folder the archive was made of (its contents were scanned), else null" }),
     files: z.number().int(),
     unpackedBytes: z.number().int(),

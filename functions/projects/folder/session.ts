@@ -4,7 +4,15 @@
  * self-hosted instance configured with S3_*); the relay on the self-hosted adapter.
  */
 import type { z } from "@hono/zod-openapi";
-import { ENSURED_TTL_MS, GZIP_TYPE, MAX_UPLOAD_BYTES, objectKeyFor, ORG_SESSION_CAPS, PRESIGN_TTL_SECONDS, SESSION_TTL_MS } from "../../../shared/storage/limits";
+import {
+  ENSURED_TTL_MS,
+  GZIP_TYPE,
+  MAX_UPLOAD_BYTES,
+  objectKeyFor,
+  ORG_SESSION_CAPS,
+  PRESIGN_TTL_SECONDS,
+  SESSION_TTL_MS,
+} from "../../../shared/storage/limits";
 import type { UploadTarget } from "../../../shared/storage/types";
 import type { AppContext } from "../../../shared/http/context";
 import { ApiError, badRequest, tooManyRequests } from "../../../shared/http/errors";

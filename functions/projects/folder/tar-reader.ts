@@ -87,7 +87,10 @@ function numeric(block: Uint8Array, start: number, length: number): number {
     for (let i = 1; i < field.length; i++) value = value * 256 + field[i]!;
     return value;
   }
-  const text = utf8.decode(field).replace(/[\0 ]+$/g, "").replace(/^ +/, "");
+  const text = utf8
+    .decode(field)
+    .replace(/[\0 ]+$/g, "")
+    .replace(/^ +/, "");
   if (text === "") return 0;
   return /^[0-7]+$/.test(text) ? parseInt(text, 8) : NaN;
 }
@@ -210,7 +213,11 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
 
     if (isMeta) {
       if (++metaCount > limits.maxEntries) throw new ArchiveError("too_many_entries", `The archive has more than ${limits.maxEntries} entries`);
-      if (size > limits.maxMetaBytes) throw new ArchiveError("corrupt", `A ${type === "L" || type === "K" ? "long name" : "PAX"} record of ${size} bytes is over the ${limits.maxMetaBytes}-byte limit`);
+      if (size > limits.maxMetaBytes)
+        throw new ArchiveError(
+          "corrupt",
+          `A ${type === "L" || type === "K" ? "long name" : "PAX"} record of ${size} bytes is over the ${limits.maxMetaBytes}-byte limit`,
+        );
       charge(size);
       sink = { kind: "meta", type, path: "", data: new Uint8Array(size), fill: 0 };
       startContent(size);
@@ -225,14 +232,20 @@ export async function readArchive(body: ReadableStream<Uint8Array>, options: Rea
     nextSize = undefined;
 
     const problem = TYPE_NAMES[type];
-    if (problem) throw new ArchiveError(problem, `The archive contains ${TYPE_LABEL[type]} (${JSON.stringify(raw.slice(0, 200))}); only files and directories are accepted`);
+    if (problem)
+      throw new ArchiveError(
+        problem,
+        `The archive contains ${TYPE_LABEL[type]} (${JSON.stringify(raw.slice(0, 200))}); only files and directories are accepted`,
+      );
     const isFile = type === "0" || type === "\0" || type === "7";
-    if (!isFile && type !== "5") throw new ArchiveError("unsupported_entry", `The archive contains an entry of unsupported type '${type.replace(/[^\x20-\x7e]/g, "?")}'`);
+    if (!isFile && type !== "5")
+      throw new ArchiveError("unsupported_entry", `The archive contains an entry of unsupported type '${type.replace(/[^\x20-\x7e]/g, "?")}'`);
 
     const path = safePath(raw);
     if (++entries > limits.maxEntries) throw new ArchiveError("too_many_entries", `The archive has more than ${limits.maxEntries} entries`);
     // A directory's size should be 0; whatever it declares is skipped and counted like file data.
-    if (size > limits.maxFileBytes) throw new ArchiveError("file_too_large", `${path || "."} is ${mib(size)}; files over ${mib(limits.maxFileBytes)} are refused`);
+    if (size > limits.maxFileBytes)
+      throw new ArchiveError("file_too_large", `${path || "."} is ${mib(size)}; files over ${mib(limits.maxFileBytes)} are refused`);
     declared += size;
     charge(size);
     if (path === "") {

@@ -18,9 +18,7 @@ import { withRawBody } from "../../../shared/http/route-body";
 import { SessionIdParam } from "../../projects/folder/schema";
 import { findSession, markUploaded, sessionNotFound } from "../../projects/folder/store";
 
-const Uploaded = z
-  .object({ sessionId: z.string(), sizeBytes: z.number().int(), uploadedAt: z.string() })
-  .openapi("FolderUpload");
+const Uploaded = z.object({ sessionId: z.string(), sizeBytes: z.number().int(), uploadedAt: z.string() }).openapi("FolderUpload");
 
 const TOO_LARGE = `The tarball is larger than the ${MAX_UPLOAD_BYTES}-byte (300 MiB) limit`;
 

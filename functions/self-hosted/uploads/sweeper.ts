@@ -27,7 +27,8 @@ export async function sweepDiskOrphans(db: Db, disk: DiskStorage, now: Date, log
   const owned = new Set<string>();
   for (let i = 0; i < finished.length; i += 500) {
     const keys = finished.slice(i, i + 500).map((f) => f.key!);
-    for (const row of await db.select({ key: uploadSessions.objectKey }).from(uploadSessions).where(inArray(uploadSessions.objectKey, keys))) owned.add(row.key);
+    for (const row of await db.select({ key: uploadSessions.objectKey }).from(uploadSessions).where(inArray(uploadSessions.objectKey, keys)))
+      owned.add(row.key);
   }
   const stale = files.filter((f) =>
     f.partial || f.key === null ? now.getTime() - f.mtimeMs > SESSION_TTL_MS : now.getTime() - f.mtimeMs > ORPHAN_GRACE_MS && !owned.has(f.key),

@@ -16,8 +16,12 @@ export const gitPushHooks = pgTable(
   {
     /** The hookId in `/api/git/hooks/:hookId`. */
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     /** AES-256-GCM ciphertext of the signing secret, bound to (org, git_push_hooks, secret, hook id). */
     secret: text("secret").notNull(),
     createdAt: createdAt(),
@@ -29,9 +33,15 @@ export const gitPushEvents = pgTable(
   "git_push_events",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
-    hookId: text("hook_id").notNull().references(() => gitPushHooks.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    hookId: text("hook_id")
+      .notNull()
+      .references(() => gitPushHooks.id, { onDelete: "cascade" }),
     provider: text("provider", { enum: ["github", "gitlab", "gitea", "bitbucket"] }).notNull(),
     /** The provider's delivery id header, else a SHA-256 of the body. */
     deliveryId: text("delivery_id").notNull(),

@@ -25,8 +25,12 @@ export const users = pgTable(
 export const memberships = pgTable(
   "memberships",
   {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     role: text("role", { enum: ["owner", "admin", "member", "viewer"] }).notNull(),
     createdAt: createdAt(),
   },
@@ -37,7 +41,9 @@ export const apiTokens = pgTable(
   "api_tokens",
   {
     id: text("id").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     /** SHA-256 of the token; the token itself is shown once and never stored. */
     tokenHash: text("token_hash").notNull(),
@@ -51,23 +57,23 @@ export const apiTokens = pgTable(
      * `deployment_session`: a short-lived read-only token pinned to one project
      * (`project_id`, in `org_id`), accepted only by the routes listed in shared/http/guard.ts.
      */
-    kind: text("kind", { enum: ["personal", "deployment_session"] }).notNull().default("personal"),
+    kind: text("kind", { enum: ["personal", "deployment_session"] })
+      .notNull()
+      .default("personal"),
     projectId: text("project_id"),
     orgId: text("org_id").references(() => organizations.id, { onDelete: "cascade" }),
     createdAt: createdAt(),
   },
-  (t) => [
-    uniqueIndex("api_tokens_hash_idx").on(t.tokenHash),
-    index("api_tokens_user_idx").on(t.userId),
-    index("api_tokens_project_idx").on(t.projectId),
-  ],
+  (t) => [uniqueIndex("api_tokens_hash_idx").on(t.tokenHash), index("api_tokens_user_idx").on(t.userId), index("api_tokens_project_idx").on(t.projectId)],
 );
 
 export const invitations = pgTable(
   "invitations",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
     role: text("role", { enum: ["owner", "admin", "member", "viewer"] }).notNull(),
     /** SHA-256 of the invitation code; the code is returned once to the inviter. */

@@ -22,8 +22,12 @@ export const notificationChannels = pgTable(
   "notification_channels",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     kind: text("kind", { enum: CHANNEL_KINDS }).notNull(),
     label: text("label").notNull(),
     /** The displayable part of the config (never a secret). */
@@ -42,10 +46,16 @@ export const notificationSubscriptions = pgTable(
   "notification_subscriptions",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     category: text("category").notNull(),
-    channelId: text("channel_id").notNull().references(() => notificationChannels.id, { onDelete: "cascade" }),
+    channelId: text("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
     enabled: boolean("enabled").notNull(),
     createdAt: createdAt(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
@@ -62,7 +72,9 @@ export const notificationSubscriptions = pgTable(
 export const notificationOrgDefaults = pgTable(
   "notification_org_defaults",
   {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
     category: text("category").notNull(),
     defaultEnabled: boolean("default_enabled").notNull(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
@@ -75,7 +87,9 @@ export const notificationEvents = pgTable(
   "notification_events",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
     category: text("category").notNull(),
     projectId: text("project_id"),
     title: text("title").notNull(),
@@ -92,9 +106,15 @@ export const notificationDeliveries = pgTable(
   "notification_deliveries",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    eventId: text("event_id").notNull().references(() => notificationEvents.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    eventId: text("event_id")
+      .notNull()
+      .references(() => notificationEvents.id, { onDelete: "cascade" }),
     seenAt: ts("seen_at"),
     createdAt: createdAt(),
   },
@@ -115,10 +135,18 @@ export const notificationOutbox = pgTable(
   "notification_outbox",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    eventId: text("event_id").notNull().references(() => notificationEvents.id, { onDelete: "cascade" }),
-    deliveryId: text("delivery_id").notNull().references(() => notificationDeliveries.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    eventId: text("event_id")
+      .notNull()
+      .references(() => notificationEvents.id, { onDelete: "cascade" }),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => notificationDeliveries.id, { onDelete: "cascade" }),
     /** Null once the channel is deleted: the send is then cancelled. */
     channelId: text("channel_id").references(() => notificationChannels.id, { onDelete: "set null" }),
     kind: text("kind", { enum: CHANNEL_KINDS }).notNull(),
@@ -143,7 +171,9 @@ export const notificationAttempts = pgTable(
   "notification_attempts",
   {
     id: text("id").primaryKey(),
-    outboxId: text("outbox_id").notNull().references(() => notificationOutbox.id, { onDelete: "cascade" }),
+    outboxId: text("outbox_id")
+      .notNull()
+      .references(() => notificationOutbox.id, { onDelete: "cascade" }),
     attempt: integer("attempt").notNull(),
     startedAt: ts("started_at").notNull(),
     durationMs: integer("duration_ms").notNull(),

@@ -24,7 +24,9 @@ export const projects = pgTable(
   "projects",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     /** The free route's label (`<slug>.<shared domain>`): fixed at creation, unique across the deployment. */
     slug: text("slug").notNull(),
@@ -71,8 +73,12 @@ export const environments = pgTable(
   "environments",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     kind: text("kind", { enum: ENVIRONMENT_KINDS }).notNull(),
     branch: text("branch"),
@@ -88,9 +94,15 @@ export const environments = pgTable(
 export const envVars = pgTable(
   "env_vars",
   {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id").notNull().references(() => environments.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id")
+      .notNull()
+      .references(() => environments.id, { onDelete: "cascade" }),
     key: text("key").notNull(),
     value: text("value"),
     /** AES-256-GCM ciphertext bound to (org, env_vars, value, `<project>/<environment>/<key>`). */
@@ -113,8 +125,12 @@ export const domains = pgTable(
   "domains",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     hostname: text("hostname").notNull(),
     isPrimary: boolean("is_primary").notNull().default(false),
     createdAt: createdAt(),
@@ -137,9 +153,15 @@ export const deployments = pgTable(
   "deployments",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id").notNull().references(() => environments.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id")
+      .notNull()
+      .references(() => environments.id, { onDelete: "cascade" }),
     status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull().default("queued"),
     /** Rows written before sources were recorded were git deployments. */
     source: text("source", { enum: DEPLOYMENT_SOURCES }).notNull().default("git"),
@@ -175,8 +197,12 @@ export const deploymentTransitions = pgTable(
   "deployment_transitions",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    deploymentId: text("deployment_id").notNull().references(() => deployments.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    deploymentId: text("deployment_id")
+      .notNull()
+      .references(() => deployments.id, { onDelete: "cascade" }),
     status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
     at: ts("at").notNull().defaultNow(),
   },
@@ -194,7 +220,9 @@ export const uploadSessions = pgTable(
   "upload_sessions",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
     createdBy: text("created_by").references(() => users.id, { onDelete: "set null" }),
     target: text("target", { enum: UPLOAD_TARGETS }).notNull(),
     objectKey: text("object_key").notNull(),
@@ -213,7 +241,11 @@ export const uploadSessions = pgTable(
     expiresAt: ts("expires_at").notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index("upload_sessions_org_idx").on(t.orgId, t.id), index("upload_sessions_expiry_idx").on(t.expiresAt), index("upload_sessions_project_idx").on(t.projectId)],
+  (t) => [
+    index("upload_sessions_org_idx").on(t.orgId, t.id),
+    index("upload_sessions_expiry_idx").on(t.expiresAt),
+    index("upload_sessions_project_idx").on(t.projectId),
+  ],
 );
 
 /** A compose service's configuration apart from its environment. */
@@ -229,8 +261,12 @@ export interface ServiceSpec {
 export const projectServices = pgTable(
   "project_services",
   {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     position: integer("position").notNull(),
     spec: jsonb("spec").$type<ServiceSpec>().notNull(),

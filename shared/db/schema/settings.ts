@@ -6,9 +6,15 @@ import { organizations, users } from "./identity";
 export const workspaceSettings = pgTable(
   "workspace_settings",
   {
-    orgId: text("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    buildMode: text("build_mode", { enum: ["auto", "server", "local"] }).notNull().default("auto"),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    buildMode: text("build_mode", { enum: ["auto", "server", "local"] })
+      .notNull()
+      .default("auto"),
     defaultDeployTarget: text("default_deploy_target", { enum: ["local", "server", "cloud"] }),
     defaultServerId: text("default_server_id"),
     /** AES-256-GCM ciphertext bound to (org, user); see shared/crypto/keyring.ts. */

@@ -143,7 +143,12 @@ describe("folder upload: per-organization caps", () => {
         ...Array.from({ length: ORG_SESSION_CAPS.maxOpen + 10 }, () => open(t, 1)),
         ...Array.from({ length: 3 }, () => open(other, 1)),
       ]);
-      const statuses = await Promise.all(results.map(async (r) => (await r.text(), r.status)));
+      const statuses = await Promise.all(
+        results.map(async (r) => {
+          await r.text();
+          return r.status;
+        }),
+      );
       expect(statuses.slice(0, -3).filter((s) => s === 201)).toHaveLength(ORG_SESSION_CAPS.maxOpen);
       expect(statuses.slice(0, -3).filter((s) => s === 429)).toHaveLength(10);
       expect(statuses.slice(-3)).toEqual([201, 201, 201]);
