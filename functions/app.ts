@@ -22,6 +22,7 @@ import { identityRouter } from "./identity";
 import { notificationsRouter } from "./notifications";
 import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
+import { deploymentsApiRouter } from "./deployments";
 
 export interface AppDeps {
   /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
@@ -97,7 +98,7 @@ export function createApp(deps: AppDeps) {
 
   // Mounted one by one: chaining `.route()` would build a typed-client type of every route, which nothing uses and the typecheck pays for.
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, notificationsRouter, gitHooksRouter, ...(deps.extraRouters ?? [])];
+  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, deploymentsApiRouter, notificationsRouter, gitHooksRouter, ...(deps.extraRouters ?? [])];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);
 

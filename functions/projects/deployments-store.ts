@@ -11,7 +11,13 @@ import { findProject } from "./store";
 export type DeploymentRow = typeof deployments.$inferSelect;
 
 /** One page, newest first (by id), with each one's environment name; one row more than `limit` tells there is a next page. */
-export async function listDeployments(ex: Executor, projectId: string, environmentId: string | undefined, limit: number, cursor?: string) {
+export async function listDeployments(
+  ex: Executor,
+  projectId: string,
+  filter: { environmentId?: string; status?: DeploymentRow["status"] },
+  limit: number,
+  cursor?: string,
+) {
   return ex
     .select({ d: deployments, environment: environments.name })
     .from(deployments)
@@ -19,7 +25,8 @@ export async function listDeployments(ex: Executor, projectId: string, environme
     .where(
       and(
         eq(deployments.projectId, projectId),
-        environmentId ? eq(deployments.environmentId, environmentId) : undefined,
+        filter.environmentId ? eq(deployments.environmentId, filter.environmentId) : undefined,
+        filter.status ? eq(deployments.status, filter.status) : undefined,
         cursor !== undefined ? lt(deployments.id, cursor) : undefined,
       ),
     )

@@ -6,6 +6,8 @@ import { z } from "@hono/zod-openapi";
 import { SESSION_TOKEN_PREFIX, displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
 import { capToParent } from "../../shared/auth/token-lifetime";
 import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import { DeploymentSchema, deploymentView } from "../deployments/schema";
+import { transitionsOf } from "../deployments/store";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
@@ -18,26 +20,19 @@ const SESSION_TTL_MS = 15 * 60 * 1000;
 /** What a session may do, within what its creator may do. */
 const SESSION_TAGS = ["project:read", "project:deployment:list"] as const;
 
-export const DeploymentSchema = z
-  .object({
-    id: z.string(),
-    environment: z.string(),
-    status: z.enum(DEPLOYMENT_STATUSES).openapi({ description: "queued → building → deploying → ready, or failed / canceled" }),
-    branch: z.string().nullable(),
-    commitSha: z.string().nullable(),
-    createdAt: z.string(),
-    finishedAt: z.string().nullable(),
-  })
-  .openapi("Deployment");
+export { DeploymentSchema };
 
 const list = defineRoute({
   method: "get",
   path: "/projects/{id}/deployments",
   tags: ["Projects"],
   summary: "List the project's deployments, newest first",
-  description: `Newest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; \`environment\` narrows to one environment. Accepts this project's deployment-session token.`,
+  description: `Newest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; \`environment\` narrows to one environment (an unknown one: an empty page), \`status\` to one state. Each deployment shows its source, commit, \`current\`, failure reason and every transition with its time. Accepts this project's deployment-session token.`,
   permission: "project:deployment:list",
-  request: { params: ProjectIdParam, query: PageQuery.extend({ environment: EnvironmentName.optional() }) },
+  request: { params: ProjectIdParam, query: PageQuery.extend({
+      environment: EnvironmentName.optional(),
+      status: z.enum(DEPLOYMENT_STATUSES).optional().openapi({ description: "Only deployments in this state" }),
+    }) },
   responses: { 200: jsonResponse(pageOf(DeploymentSchema, "DeploymentPage"), "One page of deployments") },
 });
 
@@ -47,7 +42,7 @@ const session = defineRoute({
   tags: ["Projects"],
   summary: "Open a read-only deployment/build session",
   description:
-    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes (never past the calling token's own expiry), for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
+    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes (never past the calling token's own expiry), for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project and GET /api/deployments/{id} of its deployments (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
   permission: "project:read",
   request: { params: ProjectIdParam },
   responses: {
@@ -68,27 +63,17 @@ const session = defineRoute({
 export const deploymentsRouter = createRouter()
   .openapi(list, async (c) => {
     const { orgId } = callerOf(c);
-    const { limit, cursor, environment } = c.req.valid("query");
+    const { limit, cursor, environment, status } = c.req.valid("query");
     const project = await findProject(c.get("db"), orgId, c.req.valid("param").id);
     const env = environment === undefined ? undefined : await findEnvironment(c.get("db"), project.id, environment);
     if (environment !== undefined && !env) return c.json({ items: [], nextCursor: null }, 200);
-    const rows = await listDeployments(c.get("db"), project.id, env?.id, limit, cursor);
+    const rows = await listDeployments(c.get("db"), project.id, { environmentId: env?.id, status }, limit, cursor);
     const page = toPage(rows, limit, (r) => r.d.id);
-    return c.json(
-      {
-        items: page.items.map(({ d, environment }) => ({
-          id: d.id,
-          environment,
-          status: d.status,
-          branch: d.branch,
-          commitSha: d.commitSha,
-          createdAt: d.createdAt.toISOString(),
-          finishedAt: d.finishedAt?.toISOString() ?? null,
-        })),
-        nextCursor: page.nextCursor,
-      },
-      200,
+    const transitions = await transitionsOf(
+      c.get("db"),
+      page.items.map(({ d }) => d.id),
     );
+    return c.json({ items: page.items.map(({ d, environment }) => deploymentView(d, environment, transitions.get(d.id)!)), nextCursor: page.nextCursor }, 200);
   })
   .openapi(session, async (c) => {
     const caller = callerOf(c);

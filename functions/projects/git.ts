@@ -32,7 +32,7 @@ interface Repository {
   repo: string;
 }
 
-function repositoryOf(row: ProjectRow): Repository | null {
+export function repositoryOf(row: ProjectRow): Repository | null {
   if (!hasRepository(row) || !isGitProvider(row.gitProvider)) return null;
   return { provider: row.gitProvider, owner: row.gitOwner!, repo: row.gitRepo! };
 }
@@ -47,7 +47,7 @@ const unconfigured = (provider: GitProvider): RemoteFailure => ({
 });
 
 /** Lists the repository's branches and default branch on its host, with the clone credential that applies. */
-async function listRepository(c: AppContext, project: ProjectRow, repository: Repository): Promise<ListRemoteResult | RemoteFailure> {
+export async function listRepository(c: AppContext, project: ProjectRow, repository: Repository): Promise<ListRemoteResult | RemoteFailure> {
   const git = c.get("git");
   if (!git.hosts[repository.provider]) return unconfigured(repository.provider);
   const url = cloneUrl(repository.provider, repository.owner, repository.repo, git.hosts);
@@ -86,7 +86,7 @@ function linkFailure(failure: RemoteFailure, repository: Repository): ApiError {
 }
 
 /** The host's answer when reading a linked repository: 502 when unreachable, 409 when it no longer answers for it. */
-function readFailure(failure: RemoteFailure, repository: Repository): ApiError {
+export function readFailure(failure: RemoteFailure, repository: Repository): ApiError {
   if (failure.kind === "unreachable" || (failure.kind === "invalid_response" && failure.tooLarge)) {
     return new ApiError("bad_gateway", `The git host of ${named(repository)} is unreachable: ${failure.message}`);
   }

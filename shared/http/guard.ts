@@ -3,7 +3,9 @@
  * access: a permission tag, `authenticated` (any valid token) or `public`
  * (a token is optional; a bad one is still 401).
  */
+import { and, eq } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
+import { deployments } from "../db/schema";
 import { authenticate } from "../auth/authenticate";
 import { holdsPersonalTag, type Tag } from "../auth/permissions";
 import type { AppEnv } from "./context";
@@ -16,9 +18,27 @@ const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
 
 /**
  * The only routes a deployment-session token may call (method and route pattern),
- * and only with `:id` = its project. Future build-output routes opt in here.
+ * and only when `:id` is its project (`project`) or one of its project's
+ * deployments (`deployment`). Future build-output routes opt in here.
  */
-const SESSION_ROUTES = new Set(["GET /api/projects/:id/deployments"]);
+const SESSION_ROUTES = new Map<string, "project" | "deployment">([
+  ["GET /api/projects/:id/deployments", "project"],
+  ["GET /api/deployments/:id", "deployment"],
+]);
+
+/** Whether `:id` names what a session of `projectId` may read on a route of that kind. */
+async function sessionMayRead(c: Parameters<MiddlewareHandler<AppEnv>>[0], kind: "project" | "deployment" | undefined, projectId: string, orgId: string | null) {
+  const id = c.req.param("id");
+  if (kind === undefined || id === undefined) return false;
+  if (kind === "project") return id === projectId;
+  if (!orgId || isUnsafeText(id)) return false;
+  const [row] = await c
+    .get("db")
+    .select({ projectId: deployments.projectId })
+    .from(deployments)
+    .where(and(eq(deployments.id, id), eq(deployments.orgId, orgId)));
+  return row?.projectId === projectId;
+}
 
 export function guard(access: Access): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -35,7 +55,7 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");
     }
     const sessionProject = result.caller.sessionProjectId;
-    if (sessionProject !== undefined && !(SESSION_ROUTES.has(`${c.req.method} ${c.req.routePath}`) && c.req.param("id") === sessionProject)) {
+    if (sessionProject !== undefined && !(await sessionMayRead(c, SESSION_ROUTES.get(`${c.req.method} ${c.req.routePath}`), sessionProject, result.caller.orgId))) {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
     }
     c.set("caller", result.caller);

@@ -1,0 +1,192 @@
+/**
+ * The deployments API: queue a deployment of a project's source, read one, cancel
+ * it, promote an older ready one (rollback). Records only: the self-hosted runner
+ * that builds and runs them comes later and moves them past `queued`.
+ *
+ * A git deployment pins its commit when queued: the branch's head, read from the
+ * host now. A given `commit` must be the head of a branch on the host (the given
+ * branch, else any): git smart HTTP cannot tell whether an arbitrary older commit
+ * exists without fetching the repository, so the API accepts only what it can check.
+ */
+import { z } from "@hono/zod-openapi";
+import type { EnvironmentRow } from "../projects/environments-store";
+import { findEnvironment } from "../projects/environments-store";
+import { listRepository, readFailure, repositoryOf } from "../projects/git";
+import { BranchName, EnvironmentName } from "../projects/schema";
+import { findProject, type ProjectRow } from "../projects/store";
+import type { AppContext } from "../../shared/http/context";
+import { ApiError, badRequest } from "../../shared/http/errors";
+import { pathId } from "../../shared/http/params";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { and, eq } from "drizzle-orm";
+import { environments } from "../../shared/db/schema";
+import { DeploymentSchema, deploymentView } from "./schema";
+import { cancelDeployment, findDeployment, insertDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
+
+const TAGS = ["Deployments"];
+const COMMIT = /^[0-9a-fA-F]{40}$/;
+
+const CreateBody = z
+  .strictObject({
+    projectId: z.string().min(1).max(64),
+    environment: EnvironmentName.optional().openapi({ description: "Omitted: the production environment" }),
+    branch: BranchName.optional().openapi({ description: "Git: the branch to deploy; omitted: the environment's branch (previews), else the project's deploy branch" }),
+    commit: z
+      .string()
+      .refine((v) => COMMIT.test(v), "must be a 40-character hex commit SHA")
+      .optional()
+      .openapi({ description: "Git: a 40-hex commit; it must be the head of a branch on the host (the given branch, else any)" }),
+  })
+  .openapi("DeploymentCreate");
+
+const IdParam = z.object({ id: pathId("id", "The deployment id (`dpl_…`)") });
+const HOST_502 = { description: "The git host is unreachable (network error, timeout, 5xx, or refused by the outbound guard)" };
+const CONFLICT_409 = { description: "See the message: the deployment is not in a state that allows this" };
+
+const create = defineRoute({
+  method: "post",
+  path: "/deployments",
+  tags: TAGS,
+  summary: "Queue a deployment of a project",
+  description: [
+    "Queues a deployment of one environment (`environment` omitted: production) from a source pinned now.",
+    "A project with a linked repository deploys a commit: the head of `branch` (else the environment's branch for a preview, else the project's deploy branch), read from the host now with the project's clone token; `commit` pins a commit that must be the head of a branch on the host (the given branch, else any; an older commit cannot be checked without fetching the repository, so it is refused: 400 naming `commit`).",
+    "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the tarball of its last upload deployment).",
+    "400 naming `environment` when the project has no such environment, `branch` when the host has no such branch, `commit` when it is no branch head there; 404 for a project that is not the caller's; 409 when the project is disabled or has no source (no linked repository and no upload); 409 when the linked repository no longer answers; 502 when the host is unreachable.",
+    "Answers 201 with the `queued` deployment. Nothing builds it until the self-hosted runner lands.",
+  ].join(" "),
+  permission: "project:write",
+  request: { body: jsonRequest(CreateBody) },
+  responses: { 201: jsonResponse(DeploymentSchema, "The queued deployment"), 409: CONFLICT_409, 502: HOST_502 },
+});
+
+const read = defineRoute({
+  method: "get",
+  path: "/deployments/{id}",
+  tags: TAGS,
+  summary: "One deployment, with every transition",
+  description: "Status, source, commit, `current`, failure reason and every transition with its time. Accepts a deployment-session token (`wsd_…`) of the deployment's project. 404 for a deployment that is not the caller organization's.",
+  permission: "project:deployment:list",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(DeploymentSchema, "The deployment") },
+});
+
+const cancel = defineRoute({
+  method: "post",
+  path: "/deployments/{id}/cancel",
+  tags: TAGS,
+  summary: "Cancel a queued or building deployment",
+  description: "A `queued` or `building` deployment becomes `canceled` (its runner, once runners exist, stops work). 409 for any other state (deploying, ready, failed, canceled). No request body.",
+  permission: "project:write",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(DeploymentSchema, "The canceled deployment"), 409: CONFLICT_409 },
+});
+
+const promote = defineRoute({
+  method: "post",
+  path: "/deployments/{id}/promote",
+  tags: TAGS,
+  summary: "Make a ready deployment its environment's current one (rollback)",
+  description:
+    "A `ready`, non-current deployment becomes its environment's current deployment without a rebuild; the previous current one stays `ready` with `current: false`. One switch at a time per environment: concurrent promotes leave exactly one current. 409 when the deployment is not ready or already current. No request body.",
+  permission: "project:write",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(DeploymentSchema, "The promoted deployment"), 409: CONFLICT_409 },
+});
+
+async function environmentFor(c: AppContext, project: ProjectRow, name: string | undefined): Promise<EnvironmentRow> {
+  if (name !== undefined) {
+    const env = await findEnvironment(c.get("db"), project.id, name);
+    if (!env) throw badRequest("environment", `The project has no environment named ${name}`);
+    return env;
+  }
+  const [env] = await c
+    .get("db")
+    .select()
+    .from(environments)
+    .where(and(eq(environments.projectId, project.id), eq(environments.kind, "production")));
+  if (!env) throw new ApiError("conflict", "The project has no production environment");
+  return env;
+}
+
+type Source = Pick<NewDeployment, "source" | "gitProvider" | "gitOwner" | "gitRepo" | "branch" | "commitSha" | "artifactKey" | "uploadSessionId">;
+
+/** The git source pinned now: the branch's head on the host, or the given commit once the host shows it as a branch head. */
+async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow, body: z.infer<typeof CreateBody>): Promise<Source | undefined> {
+  const repository = repositoryOf(project);
+  if (!repository) return undefined;
+  const listing = await listRepository(c, project, repository);
+  if (!listing.ok) throw readFailure(listing, repository);
+  const wanted = body.branch ?? (env.kind === "preview" ? env.branch : null) ?? project.gitBranch ?? project.gitDefaultBranch ?? listing.headBranch;
+  const commit = body.commit?.toLowerCase();
+  let branch = wanted ? listing.branches.find((b) => b.name === wanted) : undefined;
+  if (commit !== undefined) {
+    if (branch?.commit !== commit) {
+      if (body.branch !== undefined) throw badRequest("commit", `${commit} is not the head of ${body.branch} on the host`);
+      branch = listing.branches.find((b) => b.commit === commit);
+      if (!branch) throw badRequest("commit", `${commit} is not the head of any branch on the host (an older commit cannot be checked without fetching)`);
+    }
+  } else if (!branch) {
+    if (body.branch !== undefined) throw badRequest("branch", `The repository has no branch ${body.branch}`);
+    throw new ApiError("conflict", wanted ? `The deploy branch ${wanted} no longer exists on the host: set another with POST /api/projects/{id}/branch` : "The repository has no branch to deploy");
+  }
+  return {
+    source: "git",
+    gitProvider: repository.provider,
+    gitOwner: repository.owner,
+    gitRepo: repository.repo,
+    branch: branch!.name,
+    commitSha: branch!.commit,
+  };
+}
+
+async function viewOf(c: AppContext, orgId: string, id: string) {
+  const { d, environment } = await findDeployment(c.get("db"), orgId, id);
+  const transitions = await transitionsOf(c.get("db"), [d.id]);
+  return deploymentView(d, environment, transitions.get(d.id)!);
+}
+
+export const deploymentsApiRouter = createRouter()
+  .openapi(create, async (c) => {
+    const caller = callerOf(c);
+    const body = c.req.valid("json");
+    const db = c.get("db");
+    const project = await findProject(db, caller.orgId, body.projectId);
+    if (project.disabledAt) throw new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
+    const env = await environmentFor(c, project, body.environment);
+    const now = c.get("clock")();
+    let source = await gitSource(c, project, env, body);
+    if (!source) {
+      if (body.branch !== undefined || body.commit !== undefined) {
+        throw badRequest(body.commit !== undefined ? "commit" : "branch", "The project has no linked git repository");
+      }
+      const upload = await lastUpload(db, project.id, now);
+      if (upload) source = { source: "upload", ...upload };
+    }
+    if (!source) {
+      throw new ApiError(
+        "conflict",
+        "The project has no source to deploy: link a git repository (POST /api/projects/{id}/git/link) or upload a folder (wsp deploy)",
+      );
+    }
+    const pinned = source;
+    const row = await db.transaction(async (tx) => {
+      // Re-checked under the row lock: a disable or delete that raced the host lookup wins.
+      const locked = await findProject(tx, caller.orgId, project.id, "key share");
+      if (locked.disabledAt) throw new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
+      return insertDeployment(tx, { orgId: caller.orgId, projectId: project.id, environmentId: env.id, createdBy: caller.userId, ...pinned }, now);
+    });
+    return c.json(await viewOf(c, caller.orgId, row.id), 201);
+  })
+  .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))
+  .openapi(cancel, async (c) => {
+    const { orgId } = callerOf(c);
+    const row = await cancelDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    return c.json(await viewOf(c, orgId, row.id), 200);
+  })
+  .openapi(promote, async (c) => {
+    const { orgId } = callerOf(c);
+    const row = await promoteDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    return c.json(await viewOf(c, orgId, row.id), 200);
+  });

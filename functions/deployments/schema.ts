@@ -1,0 +1,57 @@
+/** The deployment's read form, shared by GET /api/deployments/:id and the project's deployment list. */
+import { z } from "@hono/zod-openapi";
+import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import type { DeploymentRow, Transition } from "./store";
+
+export const DeploymentStatusSchema = z.enum(DEPLOYMENT_STATUSES).openapi({
+  description:
+    "queued → building → deploying → ready, or failed / canceled. Until the self-hosted runner lands, nothing moves a deployment past `queued` but cancel",
+});
+
+const TransitionSchema = z.object({ status: DeploymentStatusSchema, at: z.string() }).openapi("DeploymentTransition");
+
+export const DeploymentSchema = z
+  .object({
+    id: z.string(),
+    projectId: z.string(),
+    environment: z.string(),
+    status: DeploymentStatusSchema,
+    current: z.boolean().openapi({ description: "The one ready deployment of its environment that serves; an older ready one is `false` and can be promoted" }),
+    source: z.enum(DEPLOYMENT_SOURCES).openapi({ description: "`git`: a pinned commit of the linked repository; `upload`: an uploaded folder's tarball; `local` (self-hosted)" }),
+    gitProvider: z.string().nullable(),
+    gitOwner: z.string().nullable(),
+    gitRepo: z.string().nullable(),
+    branch: z.string().nullable(),
+    commitSha: z.string().nullable().openapi({ description: "The commit pinned when queued (git)" }),
+    uploadSessionId: z.string().nullable().openapi({ description: "The upload session the tarball came from (upload)" }),
+    failureReason: z.string().nullable(),
+    createdBy: z.string().nullable().openapi({ description: "The user who queued it; null for a push (auto-deploy) or a removed user" }),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable().openapi({ description: "When it became ready, failed or canceled" }),
+    transitions: z.array(TransitionSchema).openapi({ description: "Every status it went through, oldest first, with its time (`queued` first)" }),
+  })
+  .openapi("Deployment");
+
+export type DeploymentView = z.infer<typeof DeploymentSchema>;
+
+export function deploymentView(d: DeploymentRow, environment: string, transitions: Transition[]): DeploymentView {
+  return {
+    id: d.id,
+    projectId: d.projectId,
+    environment,
+    status: d.status,
+    current: d.current,
+    source: d.source,
+    gitProvider: d.gitProvider,
+    gitOwner: d.gitOwner,
+    gitRepo: d.gitRepo,
+    branch: d.branch,
+    commitSha: d.commitSha,
+    uploadSessionId: d.uploadSessionId,
+    failureReason: d.failureReason,
+    createdBy: d.createdBy,
+    createdAt: d.createdAt.toISOString(),
+    finishedAt: d.finishedAt?.toISOString() ?? null,
+    transitions: transitions.map((t) => ({ status: t.status, at: t.at.toISOString() })),
+  };
+}
