@@ -98,7 +98,15 @@ export function createApp(deps: AppDeps) {
 
   // Mounted one by one: chaining `.route()` would build a typed-client type of every route, which nothing uses and the typecheck pays for.
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  const routers: Array<OpenAPIHono<AppEnv>> = [identityRouter, settingsRouter, projectsRouter, deploymentsApiRouter, notificationsRouter, gitHooksRouter, ...(deps.extraRouters ?? [])];
+  const routers: Array<OpenAPIHono<AppEnv>> = [
+    identityRouter,
+    settingsRouter,
+    projectsRouter,
+    deploymentsApiRouter,
+    notificationsRouter,
+    gitHooksRouter,
+    ...(deps.extraRouters ?? []),
+  ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);
 
@@ -116,4 +124,3 @@ export function createApp(deps: AppDeps) {
   mountDocs(app);
   return app;
 }
-

@@ -31,7 +31,9 @@ const CreateBody = z
   .strictObject({
     projectId: z.string().min(1).max(64),
     environment: EnvironmentName.optional().openapi({ description: "Omitted: the production environment" }),
-    branch: BranchName.optional().openapi({ description: "Git: the branch to deploy; omitted: the environment's branch (previews), else the project's deploy branch" }),
+    branch: BranchName.optional().openapi({
+      description: "Git: the branch to deploy; omitted: the environment's branch (previews), else the project's deploy branch",
+    }),
     commit: z
       .string()
       .refine((v) => COMMIT.test(v), "must be a 40-character hex commit SHA")
@@ -66,7 +68,8 @@ const read = defineRoute({
   path: "/deployments/{id}",
   tags: TAGS,
   summary: "One deployment, with every transition",
-  description: "Status, source, commit, `current`, failure reason and every transition with its time. Accepts a deployment-session token (`wsd_…`) of the deployment's project. 404 for a deployment that is not the caller organization's.",
+  description:
+    "Status, source, commit, `current`, failure reason and every transition with its time. Accepts a deployment-session token (`wsd_…`) of the deployment's project. 404 for a deployment that is not the caller organization's.",
   permission: "project:deployment:list",
   request: { params: IdParam },
   responses: { 200: jsonResponse(DeploymentSchema, "The deployment") },
@@ -77,7 +80,8 @@ const cancel = defineRoute({
   path: "/deployments/{id}/cancel",
   tags: TAGS,
   summary: "Cancel a queued or building deployment",
-  description: "A `queued` or `building` deployment becomes `canceled` (its runner, once runners exist, stops work). 409 for any other state (deploying, ready, failed, canceled). No request body.",
+  description:
+    "A `queued` or `building` deployment becomes `canceled` (its runner, once runners exist, stops work). 409 for any other state (deploying, ready, failed, canceled). No request body.",
   permission: "project:write",
   request: { params: IdParam },
   responses: { 200: jsonResponse(DeploymentSchema, "The canceled deployment"), 409: CONFLICT_409 },
@@ -129,7 +133,12 @@ async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow
     }
   } else if (!branch) {
     if (body.branch !== undefined) throw badRequest("branch", `The repository has no branch ${body.branch}`);
-    throw new ApiError("conflict", wanted ? `The deploy branch ${wanted} no longer exists on the host: set another with POST /api/projects/{id}/branch` : "The repository has no branch to deploy");
+    throw new ApiError(
+      "conflict",
+      wanted
+        ? `The deploy branch ${wanted} no longer exists on the host: set another with POST /api/projects/{id}/branch`
+        : "The repository has no branch to deploy",
+    );
   }
   return {
     source: "git",

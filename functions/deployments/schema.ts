@@ -17,7 +17,9 @@ export const DeploymentSchema = z
     environment: z.string(),
     status: DeploymentStatusSchema,
     current: z.boolean().openapi({ description: "The one ready deployment of its environment that serves; an older ready one is `false` and can be promoted" }),
-    source: z.enum(DEPLOYMENT_SOURCES).openapi({ description: "`git`: a pinned commit of the linked repository; `upload`: an uploaded folder's tarball; `local` (self-hosted)" }),
+    source: z
+      .enum(DEPLOYMENT_SOURCES)
+      .openapi({ description: "`git`: a pinned commit of the linked repository; `upload`: an uploaded folder's tarball; `local` (self-hosted)" }),
     gitProvider: z.string().nullable(),
     gitOwner: z.string().nullable(),
     gitRepo: z.string().nullable(),

@@ -4,7 +4,7 @@
  * caller's transaction, so the history never misses a step.
  */
 import { and, asc, desc, eq, gt, inArray, isNotNull } from "drizzle-orm";
-import { DEPLOYMENT_STATUSES, deployments, deploymentTransitions, environments, uploadSessions } from "../../shared/db/schema";
+import { type DEPLOYMENT_STATUSES, deployments, deploymentTransitions, environments, uploadSessions } from "../../shared/db/schema";
 import type { Db, Executor, Tx } from "../../shared/db/types";
 import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
@@ -137,7 +137,13 @@ export async function markReady(db: Db, id: string, now: Date): Promise<Deployme
 }
 
 /** A status change the runner reports (building, deploying, failed), recorded with its time. */
-export async function markStatus(db: Db, id: string, status: Exclude<DeploymentStatus, "ready" | "queued">, now: Date, failureReason?: string): Promise<DeploymentRow> {
+export async function markStatus(
+  db: Db,
+  id: string,
+  status: Exclude<DeploymentStatus, "ready" | "queued">,
+  now: Date,
+  failureReason?: string,
+): Promise<DeploymentRow> {
   return db.transaction(async (tx) => {
     const [d] = await tx.select().from(deployments).where(eq(deployments.id, id)).for("update");
     if (!d) throw deploymentNotFound();

@@ -29,10 +29,13 @@ const list = defineRoute({
   summary: "List the project's deployments, newest first",
   description: `Newest first (by id); \`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; \`environment\` narrows to one environment (an unknown one: an empty page), \`status\` to one state. Each deployment shows its source, commit, \`current\`, failure reason and every transition with its time. Accepts this project's deployment-session token.`,
   permission: "project:deployment:list",
-  request: { params: ProjectIdParam, query: PageQuery.extend({
+  request: {
+    params: ProjectIdParam,
+    query: PageQuery.extend({
       environment: EnvironmentName.optional(),
       status: z.enum(DEPLOYMENT_STATUSES).optional().openapi({ description: "Only deployments in this state" }),
-    }) },
+    }),
+  },
   responses: { 200: jsonResponse(pageOf(DeploymentSchema, "DeploymentPage"), "One page of deployments") },
 });
 

@@ -27,7 +27,12 @@ const SESSION_ROUTES = new Map<string, "project" | "deployment">([
 ]);
 
 /** Whether `:id` names what a session of `projectId` may read on a route of that kind. */
-async function sessionMayRead(c: Parameters<MiddlewareHandler<AppEnv>>[0], kind: "project" | "deployment" | undefined, projectId: string, orgId: string | null) {
+async function sessionMayRead(
+  c: Parameters<MiddlewareHandler<AppEnv>>[0],
+  kind: "project" | "deployment" | undefined,
+  projectId: string,
+  orgId: string | null,
+) {
   const id = c.req.param("id");
   if (kind === undefined || id === undefined) return false;
   if (kind === "project") return id === projectId;
@@ -55,7 +60,10 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");
     }
     const sessionProject = result.caller.sessionProjectId;
-    if (sessionProject !== undefined && !(await sessionMayRead(c, SESSION_ROUTES.get(`${c.req.method} ${c.req.routePath}`), sessionProject, result.caller.orgId))) {
+    if (
+      sessionProject !== undefined &&
+      !(await sessionMayRead(c, SESSION_ROUTES.get(`${c.req.method} ${c.req.routePath}`), sessionProject, result.caller.orgId))
+    ) {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
     }
     c.set("caller", result.caller);

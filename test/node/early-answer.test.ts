@@ -7,26 +7,17 @@
  */
 import { execFile } from "node:child_process";
 import { connect } from "node:net";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, ftruncateSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, readFileSync, ftruncateSync } from "node:fs";
 import { join } from "node:path";
 import { Hono } from "hono";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { bindHttpServer, type BoundServer } from "../../functions/self-hosted/http-server";
 import { startSelfHosted } from "../../functions/self-hosted/start";
 import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
+import { useCleanups } from "../support/cleanups";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ws-early-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = useCleanups("ws-early-");
 
 /** A sparse file of `size` zero bytes (costs no disk). */
 function sparseFile(size: number): string {

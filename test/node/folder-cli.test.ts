@@ -4,28 +4,21 @@
  * must not reach the storage); its ignore rules; its errors; the bin itself.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { main, USAGE } from "../../functions/cli/main";
 import { listFolder } from "../../functions/cli/pack";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
+import { useCleanups } from "../support/cleanups";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
+const { cleanups, tempDir } = useCleanups("ws-cli-");
+afterEach(() => {
   vi.restoreAllMocks();
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-function tempDir(prefix = "ws-cli-"): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function folder(files: Record<string, string>): string {
   const dir = tempDir("ws-cli-src-");

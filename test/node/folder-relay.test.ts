@@ -4,11 +4,10 @@
  * interrupted upload, presigned uploads when S3_* is configured (the relay route
  * then does not exist), the upload sweeper, and the configuration checks.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync, mkdirSync } from "node:fs";
+import { readdirSync, readFileSync, utimesSync, writeFileSync, mkdirSync } from "node:fs";
 import http from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
@@ -19,17 +18,9 @@ import { silentLogger } from "../../shared/http/logger";
 import { createDiskStorage } from "../../shared/storage/disk";
 import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
 import { tgz } from "../support/tar-fixtures";
+import { useCleanups } from "../support/cleanups";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ws-relay-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = useCleanups("ws-relay-");
 
 async function start(env: Record<string, string> = {}): Promise<{ server: RunningServer; dir: string; token: string }> {
   const dir = tempDir();

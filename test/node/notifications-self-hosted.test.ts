@@ -3,24 +3,15 @@
  * in-process delivery engine (woken by events, stopped on close), SMTP_URL,
  * OUTBOUND_ALLOW_PRIVATE, and a restart while a retry is pending.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { startSelfHosted, type RunningServer } from "../../functions/self-hosted/start";
 import { startHttpReceiver, startSmtpReceiver } from "../support/receivers";
+import { useCleanups } from "../support/cleanups";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ws-notify-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = useCleanups("ws-notify-");
 
 async function start(env: Record<string, string>): Promise<RunningServer> {
   const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", ...env }), () => {});

@@ -3,24 +3,10 @@
  * data dir, the owner token, the data-dir lock, restarts, Postgres mode, signals.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import {
-  chmodSync,
-  copyFileSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  existsSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, existsSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { DataDirLockedError, DataDirPermissionsError } from "../../functions/self-hosted/data-dir";
 import { PortInUseError } from "../../functions/self-hosted/http-server";
@@ -32,17 +18,9 @@ import { startHttpReceiver } from "../support/receivers";
 import { freshDatabase } from "../support/fresh-database";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 import pg from "pg";
+import { useCleanups } from "../support/cleanups";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ws-sh-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = useCleanups("ws-sh-");
 
 async function start(env: Record<string, string>, lines: string[] = []): Promise<RunningServer> {
   const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", ...env }), (l) => lines.push(l));

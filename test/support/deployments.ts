@@ -12,7 +12,8 @@ export const DeploymentList = pageOf(DeploymentSchema, "DeploymentList");
 export function deploymentHelpers(h: Harness) {
   const queue = (t: Member, json: Record<string, unknown>) => h.request("/api/deployments", { method: "POST", token: t.token, org: t.orgId, json });
   const read = (t: Member, id: string) => h.request(`/api/deployments/${id}`, { token: t.token, org: t.orgId });
-  const act = (t: Member, id: string, action: "cancel" | "promote") => h.request(`/api/deployments/${id}/${action}`, { method: "POST", token: t.token, org: t.orgId });
+  const act = (t: Member, id: string, action: "cancel" | "promote") =>
+    h.request(`/api/deployments/${id}/${action}`, { method: "POST", token: t.token, org: t.orgId });
   const list = async (t: Member, p: Project, query = "") =>
     expectBody(await h.request(`/api/projects/${p.id}/deployments${query}`, { token: t.token, org: t.orgId }), 200, DeploymentList);
 

@@ -15,7 +15,7 @@ import { newId } from "../../../shared/ids";
 import { deploymentHelpers } from "../../support/deployments";
 import { gitServerControl } from "../../support/git-control";
 import { expectBody, expectProblem, expectStatus, type Member, seedMember, seedTenant } from "../../support/harness";
-import { type Project, projectHelpers } from "../../support/projects";
+import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
 
 const h = useRuntimeHarness();
@@ -27,7 +27,11 @@ const control = gitServerControl(inject("gitServerUrl"));
 async function gitProject(t: Member) {
   const p = await create(t);
   const repo = await control.createRepo();
-  await expectBody(await call(t, `/${p.id}/git/link`, { method: "POST", json: { provider: "gitea", owner: repo.owner, repo: repo.repo } }), 200, GitSourceSchema);
+  await expectBody(
+    await call(t, `/${p.id}/git/link`, { method: "POST", json: { provider: "gitea", owner: repo.owner, repo: repo.repo } }),
+    200,
+    GitSourceSchema,
+  );
   return { p, repo };
 }
 
