@@ -223,10 +223,6 @@ describe("notification delivery", () => {
     await emit(t);
     await env.settle(t.orgId);
     const hits = receiver.recorder.hits;
-    console.log(
-      "DBG hits",
-      hits.map((x) => x.at),
-    );
     expect(hits).toHaveLength(3);
     expect(new Set(hits.map((x) => x.headers["webhook-id"])).size).toBe(1);
     for (const hit of hits) expect(await verifyStandardWebhook(SECRET, hit.headers, hit.body)).toBe(true);
