@@ -11,7 +11,7 @@
 import { z } from "@hono/zod-openapi";
 import type { EnvironmentRow } from "../projects/environments-store";
 import { findEnvironment } from "../projects/environments-store";
-import { listRepository, readFailure, repositoryOf } from "../projects/git";
+import { HOST_502, listRepository, readFailure, repositoryOf } from "../projects/git-remote";
 import { BranchName, EnvironmentName } from "../projects/schema";
 import { findProject, type ProjectRow } from "../projects/store";
 import type { AppContext } from "../../shared/http/context";
@@ -43,7 +43,6 @@ const CreateBody = z
   .openapi("DeploymentCreate");
 
 const IdParam = z.object({ id: pathId("id", "The deployment id (`dpl_…`)") });
-const HOST_502 = { description: "The git host is unreachable (network error, timeout, 5xx, or refused by the outbound guard)" };
 const CONFLICT_409 = { description: "See the message: the deployment is not in a state that allows this" };
 
 const create = defineRoute({

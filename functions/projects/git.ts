@@ -8,91 +8,20 @@
  * records names; `git/link` is the route that checks them.
  */
 import { z } from "@hono/zod-openapi";
-import { tokenCredentials } from "../../shared/git/credentials";
-import { cloneUrl, GIT_HOST_SETTINGS, GIT_PROVIDERS, type GitProvider, isGitProvider, normalizeOwner, normalizeRepo } from "../../shared/git/hosts";
-import { type GitRemoteError, type ListRemoteResult, listRemote } from "../../shared/git/ls-remote";
-import { KeyringError } from "../../shared/crypto/keyring";
+import { cloneUrl, GIT_PROVIDERS, isGitProvider, normalizeOwner, normalizeRepo } from "../../shared/git/hosts";
 import type { AppContext } from "../../shared/http/context";
 import { ApiError, badRequest } from "../../shared/http/errors";
 import { MAX_LIMIT, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { Hostname } from "./connect";
-import { cloneTokenFor, deployedCommit, findHook, type HookRow, linkRepository, setAutoDeploy, setDeployBranch, setWebhookDomain } from "./git-store";
+import { HOST_502, linkFailure, listRepository, named, readFailure, type Repository, repositoryOf, unconfigured } from "./git-remote";
+import { deployedCommit, findHook, type HookRow, linkRepository, setAutoDeploy, setDeployBranch, setWebhookDomain } from "./git-store";
 import { BranchName, type GitSourceView, GitSourceSchema, ProjectIdParam } from "./schema";
-import { findProject, hasRepository, lastPush, type ProjectRow } from "./store";
+import { findProject, lastPush, type ProjectRow } from "./store";
 
 const TAGS = ["Projects"];
 const NOT_LINKED = "The project has no linked git repository: link one with POST /api/projects/{id}/git/link";
-const TOKEN_HINT = "if it is private, set the project's clone token (PATCH /api/projects/{id}/clone-token) or a Settings clone token with asDefault";
-
-interface Repository {
-  provider: GitProvider;
-  owner: string;
-  repo: string;
-}
-
-export function repositoryOf(row: ProjectRow): Repository | null {
-  if (!hasRepository(row) || !isGitProvider(row.gitProvider)) return null;
-  return { provider: row.gitProvider, owner: row.gitOwner!, repo: row.gitRepo! };
-}
-
-/** A host-side failure, or a provider this instance has no base URL for. */
-type RemoteFailure = GitRemoteError | { ok: false; kind: "unconfigured"; message: string };
-
-const unconfigured = (provider: GitProvider): RemoteFailure => ({
-  ok: false,
-  kind: "unconfigured",
-  message: `${provider} has no host configured on this instance (${GIT_HOST_SETTINGS[provider]})`,
-});
-
-/** Lists the repository's branches and default branch on its host, with the clone credential that applies. */
-export async function listRepository(c: AppContext, project: ProjectRow, repository: Repository): Promise<ListRemoteResult | RemoteFailure> {
-  const git = c.get("git");
-  if (!git.hosts[repository.provider]) return unconfigured(repository.provider);
-  const url = cloneUrl(repository.provider, repository.owner, repository.repo, git.hosts);
-  if (!url) return { ok: false, kind: "not_found", message: `${repository.owner}/${repository.repo} is not a valid repository name` };
-  let token: string | null;
-  try {
-    token = await cloneTokenFor(c.get("db"), c.get("keyring"), project, callerOf(c).userId);
-  } catch (e) {
-    if (e instanceof KeyringError)
-      throw new ApiError("conflict", "The stored clone token cannot be decrypted (its key was removed from SECRET_KEYS): set it again");
-    throw e;
-  }
-  return listRemote(url, { fetch: git.fetch, credentials: token ? tokenCredentials(repository.provider, token) : null });
-}
-
-const named = (r: Repository) => `${r.provider} repository ${r.owner}/${r.repo}`;
-
-/** The host's answer to a link: 400 naming `repo` when it is unknown or inaccessible, 502 when the host cannot be reached. */
-function linkFailure(failure: RemoteFailure, repository: Repository): ApiError {
-  switch (failure.kind) {
-    case "unconfigured":
-      return badRequest("provider", failure.message);
-    case "unreachable":
-      return new ApiError("bad_gateway", `The git host of ${named(repository)} is unreachable: ${failure.message}`);
-    case "invalid_response":
-      if (failure.tooLarge) return new ApiError("bad_gateway", `The git host of ${named(repository)} answered badly: ${failure.message}`);
-      return badRequest("repo", `${named(repository)} cannot be read: ${failure.message}`);
-    case "unauthorized":
-      return badRequest("repo", `${named(repository)} is inaccessible: ${failure.message}`);
-    case "not_found": {
-      const hidden = failure.status === 404 || failure.status === 410;
-      // Hosts answer 404 for a private repository to whoever cannot read it.
-      return badRequest("repo", hidden ? `${named(repository)} was not found (${failure.message}); ${TOKEN_HINT}` : `${named(repository)}: ${failure.message}`);
-    }
-  }
-}
-
-/** The host's answer when reading a linked repository: 502 when unreachable, 409 when it no longer answers for it. */
-export function readFailure(failure: RemoteFailure, repository: Repository): ApiError {
-  if (failure.kind === "unreachable" || (failure.kind === "invalid_response" && failure.tooLarge)) {
-    return new ApiError("bad_gateway", `The git host of ${named(repository)} is unreachable: ${failure.message}`);
-  }
-  const hint = failure.kind === "not_found" && (failure.status === 404 || failure.inaccessible) ? `; ${TOKEN_HINT}` : "";
-  return new ApiError("conflict", `The linked ${named(repository)} cannot be read: ${failure.message}${hint}`);
-}
 
 /**
  * Where git hosts send pushes: `https://<webhook domain>` when the project sets
@@ -145,7 +74,6 @@ const LinkBody = z
 
 const ProjectParams = { params: ProjectIdParam };
 const NOT_LINKED_409 = { description: "The project has no linked repository, or the host no longer answers for it (moved, deleted, token refused)" };
-const HOST_502 = { description: "The git host is unreachable (network error, timeout, 5xx, or refused by the outbound guard)" };
 
 const link = defineRoute({
   method: "post",
