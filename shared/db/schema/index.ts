@@ -12,3 +12,4 @@ export * from "./notifications";
 export * from "./projects";
 export * from "./rate-limits";
 export * from "./git";
+export * from "./logs";

@@ -180,6 +180,15 @@ export const deployments = pgTable(
     /** The runner holding the job and until when (renewed while it works; past it the job is claimable again). */
     claimedBy: text("claimed_by"),
     leaseExpiresAt: ts("lease_expires_at"),
+    /** Compose services deployed with it (upload: the ensure's or the scan's), values not included. */
+    services: jsonb("services").$type<Record<string, ServiceSpec>>(),
+    /** Their environment values: AES-256-GCM bound to (org, deployments, services, deployment id). */
+    servicesCiphertext: text("services_ciphertext"),
+    /** Where the running app listens (self-hosted): the runner process that serves it and its port. */
+    servedBy: text("served_by"),
+    port: integer("port"),
+    /** Set when the app crashed more often than the restart policy allows; it no longer serves. */
+    crashedAt: ts("crashed_at"),
     createdAt: createdAt(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
     finishedAt: ts("finished_at"),

@@ -1,0 +1,67 @@
+/**
+ * A batching writer in front of the log store: chatty apps write thousands of
+ * lines a second, and one insert per line would cap that at the database's round
+ * trips. Lines wait at most FLUSH_MS (or until MAX_BATCH are queued), then go in
+ * one transaction; `onAppended` is told which projects got lines (streams wake).
+ * A failed flush is logged and its lines dropped: logs never stall the app.
+ */
+import type { Db } from "../../shared/db/types";
+import type { Logger } from "../../shared/http/logger";
+import { appendLogLines, type NewLogLine } from "./store";
+
+const FLUSH_MS = 50;
+const MAX_BATCH = 5000;
+/** Lines queued beyond this (the database cannot keep up) are dropped and counted, not buffered without bound. */
+const MAX_QUEUED = 100_000;
+
+export interface LogWriter {
+  write(line: NewLogLine): void;
+  /** Writes everything queued so far; resolves when it is stored. */
+  flush(): Promise<void>;
+  /** Lines dropped because the queue was full or a flush failed. */
+  readonly dropped: number;
+}
+
+export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (projectIds: string[]) => void }): LogWriter {
+  let queue: NewLogLine[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let inFlight: Promise<void> = Promise.resolve();
+  let dropped = 0;
+
+  const flushNow = (): Promise<void> => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    const batch = queue;
+    queue = [];
+    // Batches are written one after another, so a project's lines keep their order.
+    inFlight = inFlight.then(async () => {
+      if (batch.length === 0) return;
+      try {
+        await appendLogLines(deps.db, batch);
+        deps.onAppended?.([...new Set(batch.map((l) => l.projectId))]);
+      } catch (error) {
+        dropped += batch.length;
+        deps.logger.error("log_append_failed", { lines: batch.length, error: (error as Error).message });
+      }
+    });
+    return inFlight;
+  };
+
+  return {
+    write(line) {
+      if (queue.length >= MAX_QUEUED) {
+        dropped++;
+        return;
+      }
+      queue.push(line);
+      if (queue.length >= MAX_BATCH) void flushNow();
+      else timer ??= setTimeout(() => void flushNow(), FLUSH_MS);
+    },
+    flush: flushNow,
+    get dropped() {
+      return dropped;
+    },
+  };
+}
