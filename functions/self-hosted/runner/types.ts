@@ -1,0 +1,67 @@
+/**
+ * The seams of the self-hosted runner. The pipeline (pipeline.ts) turns a claimed
+ * deployment into a built work directory and an AppSpec; the supervisor
+ * (supervisor.ts) runs AppSpecs: starts their processes, waits until they answer
+ * HTTP, restarts crashed ones with backoff, stops them with a grace period.
+ */
+import type { NewLogLine } from "../../logs/store";
+
+/** One process of an app: the web process, or one compose service. */
+export interface ProcessSpec {
+  /** "web", or the compose service's name. */
+  name: string;
+  /** A shell command line, run with `/bin/sh -c` in its own process group. */
+  command: string;
+  /** Absolute, inside the deployment's work directory. */
+  cwd: string;
+  /** The whole environment of the process (the server's own environment is not inherited). PORT is added by the supervisor for the web process. */
+  env: Record<string, string>;
+  /** Whether the supervisor waits for this process to answer HTTP on its PORT (the web process). */
+  http: boolean;
+}
+
+export type AppSpec = {
+  deploymentId: string;
+  orgId: string;
+  projectId: string;
+  environmentId: string;
+  /** Address-space limit of each process in MiB (prlimit --as), where the OS allows; undefined: none. */
+  memoryMb?: number;
+} & (
+  | { kind: "processes"; processes: ProcessSpec[] }
+  /** A static site: the adapter serves this directory itself (no process). */
+  | { kind: "static"; dir: string }
+);
+
+export interface RunningApp {
+  deploymentId: string;
+  /** The loopback port the app (or the static server) answers on. */
+  port: number;
+}
+
+export interface Supervisor {
+  /**
+   * Starts the app and resolves once it answers HTTP on its port (any status), or
+   * rejects with a reason a person can act on (exited with code N, did not answer
+   * within the health timeout) after stopping whatever it started.
+   */
+  launch(spec: AppSpec, options?: { signal?: AbortSignal }): Promise<RunningApp>;
+  /** Stops one app: SIGTERM to its process groups, SIGKILL after the grace period. Unknown ids are a no-op. */
+  stop(deploymentId: string): Promise<void>;
+  /** Stops every app (server shutdown). */
+  stopAll(): Promise<void>;
+  /** The apps running now. */
+  running(): RunningApp[];
+}
+
+/** Where the supervisor sends an app's output and what it reports. */
+export interface SupervisorDeps {
+  log(line: NewLogLine): void;
+  healthTimeoutMs: number;
+  /** Grace period between SIGTERM and SIGKILL. */
+  stopGraceMs: number;
+  /** Called after each automatic restart of a crashed app, with the attempt number. */
+  onRestart?(spec: AppSpec, attempt: number, reason: string): void;
+  /** Called when an app crashed more often than the policy allows (5 times in 10 minutes) and was given up. */
+  onGiveUp?(spec: AppSpec, reason: string): void;
+}
