@@ -24,8 +24,8 @@ export function createLogFeed(): LogFeed {
     },
     wait(projectId, ms, signal) {
       return new Promise<void>((resolve) => {
-        let set = waiters.get(projectId);
-        if (!set) waiters.set(projectId, (set = new Set()));
+        const set = waiters.get(projectId) ?? new Set<() => void>();
+        waiters.set(projectId, set);
         const done = () => {
           clearTimeout(timer);
           signal?.removeEventListener("abort", done);
