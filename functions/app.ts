@@ -68,6 +68,8 @@ export function createApp(deps: AppDeps) {
     c.set("outbound", services.outbound ?? defaultOutbound);
     c.set("mailer", services.mailer);
     c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
+    c.set("wakeRunner", services.wakeRunner ?? (() => {}));
+    c.set("logFeed", services.logFeed);
     c.set("authCache", services.authCache);
     c.set("uploads", services.uploads);
     c.set("gunzip", services.gunzip);

@@ -185,16 +185,19 @@ export const deploymentsApiRouter = createRouter()
       if (locked.disabledAt) throw new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
       return insertDeployment(tx, { orgId: caller.orgId, projectId: project.id, environmentId: env.id, createdBy: caller.userId, ...pinned }, now);
     });
+    c.get("wakeRunner")();
     return c.json(await viewOf(c, caller.orgId, row.id), 201);
   })
   .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))
   .openapi(cancel, async (c) => {
     const { orgId } = callerOf(c);
     const row = await cancelDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    c.get("wakeRunner")();
     return c.json(await viewOf(c, orgId, row.id), 200);
   })
   .openapi(promote, async (c) => {
     const { orgId } = callerOf(c);
     const row = await promoteDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    c.get("wakeRunner")();
     return c.json(await viewOf(c, orgId, row.id), 200);
   });

@@ -1,6 +1,7 @@
 /** The one `AppEnv` of every router: bindings and per-request variables. */
 import type { Context } from "hono";
 import type { AuthCache } from "../auth/auth-cache";
+import type { LogFeed } from "../logs/feed";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
 import type { GitFetch } from "../git/fetch";
@@ -41,6 +42,10 @@ export interface RequestServices {
   mailer?: Mailer;
   /** Called after notification sends are queued: wakes the Node delivery engine, or drains in waitUntil on the Worker. */
   wakeDeliveries?: () => void;
+  /** Called after a deployment was queued, canceled or promoted: wakes the Node adapter's runner (absent on the Worker, which runs none). */
+  wakeRunner?: () => void;
+  /** Wakes log streams when lines are stored (Node adapter); absent on the Worker, whose streams poll. */
+  logFeed?: LogFeed;
   /** Cached token lookups (Node adapter); absent on the Worker, which asks the database every time. */
   authCache?: AuthCache;
   /** Folder-upload store: presigned object storage, or the relay's disk on the Node adapter; absent when not configured. */
@@ -86,6 +91,8 @@ export interface AppEnv {
     outbound: Outbound;
     mailer: Mailer | undefined;
     wakeDeliveries: () => void;
+    wakeRunner: () => void;
+    logFeed: LogFeed | undefined;
     authCache: AuthCache | undefined;
     uploads: UploadStorage | undefined;
     gunzip: Gunzip | undefined;
