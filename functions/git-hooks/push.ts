@@ -40,13 +40,17 @@ export const PushDelivery = z
   .object({
     outcome: z.enum(OUTCOMES).openapi({
       description:
-        "`deploy_queued`: a push to the deploy branch with auto-deploy on (its commit is what will be deployed); `ignored`: another branch, a tag, a deleted branch, another event, auto-deploy off, a disabled project or no deploy branch known; `ping`: a ping or test delivery",
+        "`deploy_queued`: a push to the deploy branch with auto-deploy on (a production deployment of its commit is queued); `ignored`: another branch, a tag, a deleted branch, another event, auto-deploy off, a disabled project or no deploy branch known; `ping`: a ping or test delivery",
     }),
     provider: z.enum(PROVIDERS),
     event: z.string().openapi({ description: "`push`, `ping`, or the host's own name of another event" }),
     ref: z.string().nullable().openapi({ description: "The ref the push moved (`refs/heads/main`, `refs/tags/v1`)" }),
     branch: z.string().nullable().openapi({ description: "The branch, for a push to a branch" }),
     commit: z.string().nullable().openapi({ description: "The commit the ref now points at (null: deleted, or not a push)" }),
+    deploymentId: z
+      .string()
+      .nullable()
+      .openapi({ description: "`deploy_queued`: the production deployment queued for the pushed commit (GET /api/deployments/{id}); null otherwise" }),
     redelivery: z
       .boolean()
       .openapi({ description: "True when this delivery id was received before: nothing new was recorded and this is the first delivery's outcome" }),
@@ -70,7 +74,7 @@ const defined = defineRoute({
   description: [
     "Called by GitHub, GitLab, Gitea/Forgejo and Bitbucket, not by API clients: no bearer token, the signature made with the hook's secret (shown once by `POST /api/projects/{id}/auto-deploy`) is the only credential, checked in constant time over the exact body bytes before it is parsed.",
     `Headers read — ${HEADERS_READ} The sender is recognized by these headers (Gitea/Forgejo first: they also send GitHub's). Without a delivery id header, the SHA-256 of the body is the delivery id.`,
-    "A push to the project's deploy branch (`gitBranch`, else the repository's default branch) with auto-deploy on answers 202 `deploy_queued` and becomes the project's last push (commit, branch, time); until deployments are built, the push and the commit that will be deployed are recorded. Other branches, tags, deleted branches, other events, auto-deploy off or a disabled project: 202 `ignored`, recorded too (the project's last push does not move). GitHub's `ping`, Gitea/Forgejo's Test Delivery and Bitbucket's `diagnostics:ping`: 200 `ping`. GitLab's Test button sends a sample push of the default branch, handled as a push.",
+    "A push to the project's deploy branch (`gitBranch`, else the repository's default branch) with auto-deploy on answers 202 `deploy_queued`, becomes the project's last push (commit, branch, time) and queues a production deployment pinned to the pushed commit (`deploymentId`; a redelivery queues nothing new and answers the first delivery's id). Other branches, tags, deleted branches, other events, auto-deploy off or a disabled project: 202 `ignored`, recorded too (the project's last push does not move). GitHub's `ping`, Gitea/Forgejo's Test Delivery and Bitbucket's `diagnostics:ping`: 200 `ping`. GitLab's Test button sends a sample push of the default branch, handled as a push.",
     "A delivery id already received for this hook (a redelivery, or two identical deliveries at once) records nothing new and answers the first delivery's outcome with `redelivery: true`.",
     `Bodies over ${formatBytes(MAX_DELIVERY_BYTES)}: 413, with or without Content-Length. JSON, or a form with the JSON in its \`payload\` field (GitHub's and Gitea's form content type).`,
   ].join("\n\n"),
@@ -160,6 +164,7 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
       outcome: record.outcome,
     });
   }
-  const answer = { ...record, redelivery };
+  if (!redelivery && record.deploymentId) c.get("wakeRunner")();
+  const answer = { ...record, deploymentId: record.deploymentId ?? null, redelivery };
   return record.outcome === "ping" ? c.json(answer, 200) : c.json(answer, 202);
 });

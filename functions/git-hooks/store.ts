@@ -6,9 +6,10 @@
  */
 import { and, eq, isNull, lte, or } from "drizzle-orm";
 import type { Keyring } from "../../shared/crypto/keyring";
-import { gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, type PushOutcome } from "../../shared/db/schema";
-import type { Db } from "../../shared/db/types";
+import { environments, gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, type PushOutcome } from "../../shared/db/schema";
+import type { Db, Tx } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
+import { insertDeployment } from "../deployments/store";
 import { hookSecretContext } from "../projects/git-store";
 import type { Provider } from "./providers";
 
@@ -63,6 +64,8 @@ export interface DeliveryRecord {
   branch: string | null;
   commit: string | null;
   outcome: Outcome;
+  /** The deployment a `deploy_queued` push queued; null otherwise (or when the project had no repository to pin). */
+  deploymentId?: string | null;
 }
 
 const recordColumns = {
@@ -72,12 +75,48 @@ const recordColumns = {
   branch: gitPushEvents.branch,
   commit: gitPushEvents.commit,
   outcome: gitPushEvents.outcome,
+  deploymentId: gitPushEvents.deploymentId,
 };
 
 /**
+ * Queues the production deployment of a pushed commit, pinned to it. The project
+ * row is locked (key share) so a concurrent delete or disable is either seen here
+ * or waits; a project that lost its repository or was disabled meanwhile queues nothing.
+ */
+async function queuePushDeployment(tx: Tx, hook: HookTarget, record: DeliveryRecord, now: Date): Promise<string | null> {
+  const [project] = await tx
+    .select({ provider: projects.gitProvider, owner: projects.gitOwner, repo: projects.gitRepo, disabledAt: projects.disabledAt })
+    .from(projects)
+    .where(and(eq(projects.id, hook.projectId), eq(projects.orgId, hook.orgId)))
+    .for("key share");
+  const [production] = await tx
+    .select({ id: environments.id })
+    .from(environments)
+    .where(and(eq(environments.projectId, hook.projectId), eq(environments.kind, "production")));
+  if (!project?.provider || project.provider === "upload" || !project.owner || !project.repo || project.disabledAt || !production) return null;
+  const d = await insertDeployment(
+    tx,
+    {
+      orgId: hook.orgId,
+      projectId: hook.projectId,
+      environmentId: production.id,
+      createdBy: null,
+      source: "git",
+      gitProvider: project.provider,
+      gitOwner: project.owner,
+      gitRepo: project.repo,
+      branch: record.branch,
+      commitSha: record.commit,
+    },
+    now,
+  );
+  return d.id;
+}
+
+/**
  * Records a delivery once. The first time: the event row and, for a deploy, the
- * project's last push (never moved back by an older delivery), in one
- * transaction. Again (a redelivery): nothing is written and the first record is
+ * project's last push (never moved back by an older delivery) and the queued
+ * deployment of the pushed commit, in one transaction. Again (a redelivery): nothing is written and the first record is
  * returned.
  */
 export async function recordDelivery(
@@ -99,6 +138,14 @@ export async function recordDelivery(
           .update(projects)
           .set({ lastPushCommit: record.commit, lastPushBranch: record.branch, lastPushAt: now })
           .where(and(eq(projects.id, hook.projectId), eq(projects.orgId, hook.orgId), or(isNull(projects.lastPushAt), lte(projects.lastPushAt, now))));
+        const deploymentId = await queuePushDeployment(tx, hook, record, now);
+        if (deploymentId) {
+          await tx
+            .update(gitPushEvents)
+            .set({ deploymentId })
+            .where(and(eq(gitPushEvents.hookId, hook.hookId), eq(gitPushEvents.deliveryId, deliveryId)));
+        }
+        return { record: { ...inserted, deploymentId }, redelivery: false };
       }
       return { record: inserted, redelivery: false };
     }

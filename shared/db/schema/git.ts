@@ -5,7 +5,7 @@
 import { index, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, ts } from "./columns";
 import { organizations } from "./identity";
-import { projects } from "./projects";
+import { deployments, projects } from "./projects";
 
 export const PUSH_OUTCOMES = ["deploy_queued", "ignored", "ping"] as const;
 export type PushOutcome = (typeof PUSH_OUTCOMES)[number];
@@ -50,6 +50,8 @@ export const gitPushEvents = pgTable(
     branch: text("branch"),
     commit: text("commit"),
     outcome: text("outcome", { enum: PUSH_OUTCOMES }).notNull(),
+    /** The deployment a `deploy_queued` push queued (null once that deployment is gone). */
+    deploymentId: text("deployment_id").references(() => deployments.id, { onDelete: "set null" }),
     receivedAt: ts("received_at").notNull().defaultNow(),
   },
   (t) => [uniqueIndex("git_push_events_delivery_idx").on(t.hookId, t.deliveryId), index("git_push_events_project_idx").on(t.projectId, t.receivedAt)],

@@ -7,7 +7,7 @@
  */
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { gitPushEvents, projects } from "../../../shared/db/schema";
+import { deployments, environments, gitPushEvents, projects } from "../../../shared/db/schema";
 import { MAX_JSON_BODY_BYTES } from "../../../shared/http/json-body";
 import { newId } from "../../../shared/ids";
 import { delivery, HOSTS, hookPath, post, providerOf, randomCommit, seedPushHook, type Host } from "../../support/git-hooks";
@@ -20,6 +20,14 @@ const h = useRuntimeHarness();
 const { create } = projectHelpers(h);
 
 const eventsOf = (hookId: string) => h.db.select().from(gitPushEvents).where(eq(gitPushEvents.hookId, hookId));
+/** The project's deployments with their environment's name. */
+const deploymentsOf = (projectId: string) =>
+  h.db
+    .select({ d: deployments, environment: environments.name })
+    .from(deployments)
+    .innerJoin(environments, eq(environments.id, deployments.environmentId))
+    .where(eq(deployments.projectId, projectId));
+
 const lastPushOf = async (projectId: string) => {
   const [row] = await h.db
     .select({ commit: projects.lastPushCommit, branch: projects.lastPushBranch, at: projects.lastPushAt })
@@ -38,7 +46,7 @@ async function setup(opts: Parameters<typeof seedPushHook>[3] = {}) {
 
 describe("push webhook: each host's push", () => {
   for (const host of HOSTS) {
-    it(`${host}: a signed push to the deploy branch is recorded as deploy_queued and becomes the last push`, async () => {
+    it(`${host}: a signed push to the deploy branch is recorded as deploy_queued, becomes the last push and queues a production deployment of its commit`, async () => {
       const { p, hookId, secret } = await setup({ provider: providerOf(host) });
       const commit = randomCommit();
       const d = await delivery(host, secret, { kind: "push", ref: "refs/heads/main", commit });
@@ -50,7 +58,20 @@ describe("push webhook: each host's push", () => {
         ref: "refs/heads/main",
         branch: "main",
         commit,
+        deploymentId: expect.stringMatching(/^dpl_/),
         redelivery: false,
+      });
+      const queued = await deploymentsOf(p.id);
+      expect(queued).toHaveLength(1);
+      expect(queued[0]!.environment).toBe("production");
+      expect(queued[0]!.d).toMatchObject({
+        id: answer.deploymentId,
+        status: "queued",
+        source: "git",
+        gitProvider: providerOf(host),
+        branch: "main",
+        commitSha: commit,
+        createdBy: null,
       });
       const rows = await eventsOf(hookId);
       expect(rows).toHaveLength(1);
@@ -93,6 +114,8 @@ describe("push webhook: each host's push", () => {
       const again = await expectBody(await post(h, hookId, d), 202, PushDelivery);
       expect(again).toEqual({ ...first, redelivery: true });
       expect(await eventsOf(hookId)).toHaveLength(1);
+      // One deployment for the delivery, however often it arrives.
+      expect((await deploymentsOf((await eventsOf(hookId))[0]!.projectId)).map((r) => r.d.id)).toEqual([first.deploymentId]);
     });
   }
 });
@@ -183,6 +206,8 @@ describe("push webhook: what is ignored", () => {
         PushDelivery,
       );
       expect(answer.outcome).toBe("ignored");
+      expect(answer.deploymentId).toBeNull();
+      expect(await deploymentsOf(p.id)).toEqual([]);
       expect(await eventsOf(hookId)).toHaveLength(1);
       expect((await lastPushOf(p.id)).commit).toBeNull();
     });
@@ -191,7 +216,16 @@ describe("push webhook: what is ignored", () => {
   it("another event (a pull request) is 202 ignored under the host's event name", async () => {
     const { hookId, secret } = await setup();
     const answer = await expectBody(await post(h, hookId, await delivery("github", secret, { kind: "event", name: "pull_request" })), 202, PushDelivery);
-    expect(answer).toEqual({ outcome: "ignored", provider: "github", event: "pull_request", ref: null, branch: null, commit: null, redelivery: false });
+    expect(answer).toEqual({
+      outcome: "ignored",
+      provider: "github",
+      event: "pull_request",
+      ref: null,
+      branch: null,
+      commit: null,
+      deploymentId: null,
+      redelivery: false,
+    });
     const bb = await setup({ provider: "bitbucket" });
     const other = await expectBody(
       await post(h, bb.hookId, await delivery("bitbucket", bb.secret, { kind: "event", name: "pullrequest:created" })),
@@ -235,6 +269,8 @@ describe("push webhook: what is ignored", () => {
       PushDelivery,
     );
     expect(answer.outcome).toBe("ignored");
+    expect(answer.deploymentId).toBeNull();
+    expect(await deploymentsOf(p.id)).toEqual([]);
   });
 });
 
@@ -243,7 +279,16 @@ describe("push webhook: ping and test deliveries", () => {
     it(`${host}: a ping or test delivery is 200 ping and moves nothing`, async () => {
       const { p, hookId, secret } = await setup({ provider: providerOf(host) });
       const answer = await expectBody(await post(h, hookId, await delivery(host, secret, { kind: "ping" })), 200, PushDelivery);
-      expect(answer).toEqual({ outcome: "ping", provider: providerOf(host), event: "ping", ref: null, branch: null, commit: null, redelivery: false });
+      expect(answer).toEqual({
+        outcome: "ping",
+        provider: providerOf(host),
+        event: "ping",
+        ref: null,
+        branch: null,
+        commit: null,
+        deploymentId: null,
+        redelivery: false,
+      });
       expect((await eventsOf(hookId)).map((r) => r.outcome)).toEqual(["ping"]);
       expect((await lastPushOf(p.id)).commit).toBeNull();
     });

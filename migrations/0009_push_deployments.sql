@@ -1,0 +1,2 @@
+ALTER TABLE "git_push_events" ADD COLUMN "deployment_id" text;--> statement-breakpoint
+ALTER TABLE "git_push_events" ADD CONSTRAINT "git_push_events_deployment_id_deployments_id_fk" FOREIGN KEY ("deployment_id") REFERENCES "public"."deployments"("id") ON DELETE set null ON UPDATE no action;
