@@ -13,3 +13,4 @@ export * from "./projects";
 export * from "./rate-limits";
 export * from "./git";
 export * from "./logs";
+export * from "./edge";
