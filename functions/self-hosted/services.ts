@@ -24,6 +24,7 @@ import { nodeGunzip } from "../../shared/storage/gunzip-node";
 import { createS3Storage } from "../../shared/storage/s3";
 import type { UploadStorage } from "../../shared/storage/types";
 import { createDeliveryEngine, type DeliveryEngine } from "../notifications/delivery/engine";
+import { routeRulesRouter } from "../route-rules";
 import type { NodeConfig } from "./config";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
@@ -38,7 +39,7 @@ export interface NodeServiceOverrides {
 
 export interface NodeServices {
   services: RequestServices;
-  /** The self-hosted-only routers: the relay route, when uploads go to disk. */
+  /** The self-hosted-only routers: route rules, and the relay route when uploads go to disk. */
   extraRouters: Array<OpenAPIHono<AppEnv>>;
   engine: DeliveryEngine;
   /** Starts the background work: the delivery engine polling the outbox, and the upload sweeper. */
@@ -83,7 +84,7 @@ export async function createNodeServices(
       mailer,
       wakeDeliveries: overrides.wakeDeliveries ?? (() => engine.wake()),
     },
-    extraRouters: uploads.kind === "relay" ? [relayRouter(uploads)] : [],
+    extraRouters: [routeRulesRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
     start() {
       engine.start();
