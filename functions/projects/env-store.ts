@@ -27,7 +27,8 @@ interface Upsert {
   isSecret?: boolean;
 }
 
-const secretContext = (s: Scope, key: string) => ({
+/** The context a secret value is bound to (also used by the runner to decrypt it in memory). */
+export const secretContext = (s: Scope, key: string) => ({
   orgId: s.orgId,
   table: "env_vars",
   column: "value",

@@ -1,4 +1,7 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
+import { createHash } from "node:crypto";
+import { hostname } from "node:os";
+import { resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
@@ -27,7 +30,49 @@ const EnvSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_PREFIX: z.string().default("uploads/"),
+  RUNNER: z.enum(["on", "off"], { message: "RUNNER must be on or off" }).default("on"),
+  RUNNER_CONCURRENCY: z.coerce.number().int().min(1, "RUNNER_CONCURRENCY must be 1 to 32").max(32, "RUNNER_CONCURRENCY must be 1 to 32").default(1),
+  BUILD_TIMEOUT: z.string().default("15m"),
+  HEALTH_TIMEOUT: z.string().default("60s"),
+  STOP_GRACE: z.string().default("10s"),
+  RUNNER_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "RUNNER_ID must be 1-100 letters, digits, '.', '_', ':' or '-'")
+    .optional(),
 });
+
+/**
+ * A duration setting: plain seconds (`900`) or a number with a unit (`900s`,
+ * `15m`, `1h`, `500ms`), in milliseconds. Thrown with the setting's name.
+ */
+export function parseDuration(name: string, raw: string, bounds: { minMs: number; maxMs: number }): number {
+  const m = /^(\d{1,9})(ms|s|m|h)?$/.exec(raw.trim());
+  if (!m) throw new Error(`Invalid configuration ${name}: must be seconds or a duration like 15m, 900s`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"]!;
+  const ms = Number(m[1]) * unit;
+  if (ms < bounds.minMs || ms > bounds.maxMs)
+    throw new Error(`Invalid configuration ${name}: must be between ${bounds.minMs / 1000} s and ${bounds.maxMs / 1000} s`);
+  return ms;
+}
+
+/**
+ * The self-hosted runner's settings (functions/self-hosted/runner/):
+ * - RUNNER (on|off, default on): whether this process builds and runs deployments.
+ * - RUNNER_CONCURRENCY (default 1): deployments built at once by this process.
+ * - BUILD_TIMEOUT (default 15m): source + install + build; past it the build's process group is killed and the deployment fails.
+ * - HEALTH_TIMEOUT (default 60s): how long a started app has to answer HTTP on its PORT.
+ * - STOP_GRACE (default 10s): SIGTERM to SIGKILL when an app is stopped (replaced, server stop).
+ * - RUNNER_ID (default: `<hostname>:<hash of the absolute DATA_DIR>`): the name a runner claims jobs and serves apps
+ *   under; stable per machine and data directory, so a restart of the same instance brings back its own apps.
+ */
+export interface RunnerSettings {
+  enabled: boolean;
+  concurrency: number;
+  buildTimeoutMs: number;
+  healthTimeoutMs: number;
+  stopGraceMs: number;
+  id: string;
+}
 
 export type NodeConfig = {
   port: number;
@@ -51,6 +96,7 @@ export type NodeConfig = {
   s3?: S3Settings;
   /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
   gitHosts: GitHosts;
+  runner: RunnerSettings;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -71,7 +117,16 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   } catch (error) {
     throw new Error(`Invalid configuration ${(error as Error).message}`);
   }
+  const runner: RunnerSettings = {
+    enabled: e.RUNNER === "on",
+    concurrency: e.RUNNER_CONCURRENCY,
+    buildTimeoutMs: parseDuration("BUILD_TIMEOUT", e.BUILD_TIMEOUT, { minMs: 1000, maxMs: 24 * 3_600_000 }),
+    healthTimeoutMs: parseDuration("HEALTH_TIMEOUT", e.HEALTH_TIMEOUT, { minMs: 1000, maxMs: 3_600_000 }),
+    stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
+    id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
+  };
   return {
+    runner,
     port: e.PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,

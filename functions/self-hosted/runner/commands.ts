@@ -1,0 +1,122 @@
+/**
+ * Which commands build and start a deployment: the project's options first
+ * (rootDirectory, installCommand, buildCommand, startCommand, outputDirectory),
+ * else what the folder scan detects (functions/projects/folder/detect.ts, the
+ * same detector, fed the work directory's listing and root manifests).
+ *
+ * - A static site (an output directory and no start command, or the static
+ *   stack): the adapter serves the directory itself (AppSpec kind "static").
+ * - Compose (the deployment carries services): there is no container engine on
+ *   these machines, so each service with a build context or a command runs as
+ *   its own process (command from the service, else detected in its build
+ *   context; cwd = its build context, else the app directory). The web process is
+ *   the first service with ports. A service with only an image fails the
+ *   deployment, naming the service.
+ * - A Dockerfile project or a stack with nothing to start fails with a reason
+ *   saying which option to set.
+ */
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
+import type { ProjectOptions, ServiceSpec } from "../../../shared/db/schema";
+import { detect, type Folder, MANIFEST_NAMES } from "../../projects/folder/detect";
+
+export class PlanError extends Error {}
+
+/** One process to start, with the install/build steps that prepare it. */
+export interface PlannedProcess {
+  name: string;
+  command: string;
+  /** Absolute, inside the work directory. */
+  cwd: string;
+  http: boolean;
+  install: string | null;
+  build: string | null;
+}
+
+/** The resolved build and run plan; written to the work directory (no environment values in it) so a restart or a promote can launch without a rebuild. */
+export type Plan = { stack: string; appDir: string } & (
+  | { kind: "processes"; processes: PlannedProcess[] }
+  | { kind: "static"; dir: string; install: string | null; build: string | null }
+);
+
+const MAX_LISTED = 20_000;
+const MAX_DEPTH = 4;
+const MAX_MANIFEST = 1024 * 1024;
+const SKIPPED = new Set([".git", "node_modules"]);
+
+/** A path inside `base` (relative, no escape), else PlanError naming the option. */
+export function inside(base: string, rel: string, what: string): string {
+  const target = resolve(base, rel);
+  if (target !== base && !target.startsWith(base + sep)) throw new PlanError(`${what} '${rel}' points outside the source`);
+  return target;
+}
+
+/** The detector's input, built from a directory the way the scan builds it from an archive. */
+export function folderOf(dir: string): Folder {
+  const paths = new Set<string>();
+  const manifests = new Map<string, string>();
+  const walk = (abs: string, rel: string, depth: number) => {
+    let names: string[];
+    try {
+      names = readdirSync(abs);
+    } catch {
+      return;
+    }
+    for (const name of names.sort()) {
+      if (paths.size >= MAX_LISTED) return;
+      if (depth === 0 && SKIPPED.has(name)) continue;
+      const path = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(abs, name));
+      if (st.isDirectory()) {
+        paths.add(`${path}/`);
+        if (depth + 1 < MAX_DEPTH) walk(join(abs, name), path, depth + 1);
+      } else if (st.isFile()) {
+        paths.add(path);
+        if (depth === 0 && MANIFEST_NAMES.has(name) && st.size <= MAX_MANIFEST) manifests.set(name, readFileSync(join(abs, name), "utf8"));
+      }
+    }
+  };
+  walk(dir, "", 0);
+  return { paths, manifests };
+}
+
+/** The plan for a materialized source at `srcDir`. */
+export function planOf(srcDir: string, options: ProjectOptions, services: Record<string, ServiceSpec> | null): Plan {
+  const appDir = options.rootDirectory ? inside(srcDir, options.rootDirectory, "rootDirectory") : srcDir;
+  if (services && Object.keys(services).length > 0) return composePlan(appDir, services);
+
+  const found = detect(folderOf(appDir));
+  const install = options.installCommand ?? found.installCommand;
+  const build = options.buildCommand ?? found.buildCommand;
+  const start = options.startCommand ?? found.startCommand;
+  const output = options.outputDirectory ?? found.outputDirectory;
+  if (!start && (output || found.stack === "static")) {
+    return { kind: "static", stack: found.stack, appDir, dir: inside(appDir, output ?? ".", "outputDirectory"), install, build };
+  }
+  if (!start) {
+    if (found.stack === "docker")
+      throw new PlanError("The source has a Dockerfile and no start command: this server has no container engine; set startCommand in the project options");
+    throw new PlanError(
+      `No start command ${found.stack === "unknown" ? "(no known stack detected)" : `detected for the ${found.stack} stack`}: set startCommand (or outputDirectory for a static site) with POST /api/projects/{id}/options`,
+    );
+  }
+  return { kind: "processes", stack: found.stack, appDir, processes: [{ name: "web", command: start, cwd: appDir, http: true, install, build }] };
+}
+
+function composePlan(appDir: string, services: Record<string, ServiceSpec>): Plan {
+  const processes: PlannedProcess[] = [];
+  let web = false;
+  for (const [name, spec] of Object.entries(services)) {
+    if (!spec.build && !spec.command) {
+      throw new PlanError(`Service '${name}' has only an image (${spec.image ?? "none"}): it needs a container engine, none here`);
+    }
+    const cwd = spec.build ? inside(appDir, spec.build.context || ".", `Service '${name}' build context`) : appDir;
+    const found = spec.build ? detect(folderOf(cwd)) : undefined;
+    const command = spec.command ?? found?.startCommand;
+    if (!command) throw new PlanError(`Service '${name}' has no command and none was detected in its build context`);
+    const http: boolean = !web && spec.ports.length > 0;
+    web ||= http;
+    processes.push({ name, command, cwd, http, install: found?.installCommand ?? null, build: found?.buildCommand ?? null });
+  }
+  return { kind: "processes", stack: "compose", appDir, processes };
+}

@@ -1,0 +1,207 @@
+/**
+ * The runner's SQL: the queue is the deployments table itself (DEPLOY.md).
+ *
+ * - claim: one `queued` row, or a `building`/`deploying` row whose lease ran out
+ *   (its runner died: the job restarts from scratch, recorded as `queued` then
+ *   `building`), taken with FOR UPDATE SKIP LOCKED so two runners never take the
+ *   same row; the claimer's id and a lease go on the row.
+ * - renew: pushes the lease on while the job works; it matches only a row still
+ *   claimed by this runner and still building/deploying, so a cancel (or another
+ *   runner that took an expired lease) shows up as "lost" and the job aborts.
+ * - advance: a guarded status change (ours, in an expected state).
+ * - release: on server stop, a job in flight goes back to `queued` (recorded) with
+ *   no claim, so the next start, or another runner, builds it again at once.
+ * - serving: where a ready app listens (served_by = runner id, port), crashed_at.
+ */
+import { and, asc, desc, eq, inArray, isNull, lt, ne, or } from "drizzle-orm";
+import type { Keyring } from "../../../shared/crypto/keyring";
+import { deployments, environments, envVars, projects } from "../../../shared/db/schema";
+import type { Db } from "../../../shared/db/types";
+import { type DeploymentRow, type DeploymentStatus, transition } from "../../deployments/store";
+import { secretContext } from "../../projects/env-store";
+import type { ProjectRow } from "../../projects/store";
+
+/** How long a claim holds without renewal; the runner renews every LEASE_MS / 3. */
+export const LEASE_MS = 30_000;
+
+const WORKING: DeploymentStatus[] = ["building", "deploying"];
+
+/** Claims the oldest claimable deployment for `runnerId` (now `building`), or undefined when none. */
+export async function claimNext(db: Db, runnerId: string, now: Date, leaseMs = LEASE_MS): Promise<DeploymentRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .select()
+      .from(deployments)
+      .where(or(eq(deployments.status, "queued"), and(inArray(deployments.status, WORKING), lt(deployments.leaseExpiresAt, now))))
+      .orderBy(asc(deployments.createdAt), asc(deployments.id))
+      .limit(1)
+      .for("update", { skipLocked: true });
+    if (!row) return undefined;
+    let d = row;
+    // A job whose runner died: its history shows the restart.
+    if (d.status !== "queued") d = await transition(tx, d, "queued", now);
+    d = await transition(tx, d, "building", now);
+    const [claimed] = await tx
+      .update(deployments)
+      .set({ claimedBy: runnerId, leaseExpiresAt: new Date(now.getTime() + leaseMs), servedBy: null, port: null, crashedAt: null })
+      .where(eq(deployments.id, d.id))
+      .returning();
+    return claimed;
+  });
+}
+
+/** Renews the lease; false when the job is no longer ours to work on (canceled, finished, taken over). */
+export async function renewLease(db: Db, id: string, runnerId: string, now: Date, leaseMs = LEASE_MS): Promise<boolean> {
+  const rows = await db
+    .update(deployments)
+    .set({ leaseExpiresAt: new Date(now.getTime() + leaseMs) })
+    .where(and(eq(deployments.id, id), eq(deployments.claimedBy, runnerId), inArray(deployments.status, WORKING)))
+    .returning({ id: deployments.id });
+  return rows.length === 1;
+}
+
+/**
+ * Moves our job from one of `from` to `to` (recorded), or returns undefined when
+ * the row is no longer ours or in another state (canceled meanwhile): the caller stops.
+ */
+export async function advance(
+  db: Db,
+  id: string,
+  runnerId: string,
+  from: DeploymentStatus[],
+  to: Exclude<DeploymentStatus, "ready" | "queued">,
+  now: Date,
+  failureReason?: string,
+): Promise<DeploymentRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [d] = await tx.select().from(deployments).where(eq(deployments.id, id)).for("update");
+    if (!d || d.claimedBy !== runnerId || !from.includes(d.status)) return undefined;
+    return transition(tx, d, to, now, failureReason);
+  });
+}
+
+/** Server stop: our unfinished job goes back to the queue (recorded), unclaimed. */
+export async function releaseJob(db: Db, id: string, runnerId: string, now: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    const [d] = await tx.select().from(deployments).where(eq(deployments.id, id)).for("update");
+    if (!d || d.claimedBy !== runnerId || !WORKING.includes(d.status)) return;
+    await transition(tx, d, "queued", now);
+    await tx.update(deployments).set({ claimedBy: null, leaseExpiresAt: null }).where(eq(deployments.id, id));
+  });
+}
+
+/** Records where the app listens (before it is made current, so a reader of the current deployment always finds its port). */
+export async function setServing(db: Db, id: string, runnerId: string, port: number, now: Date): Promise<void> {
+  await db.update(deployments).set({ servedBy: runnerId, port, crashedAt: null, updatedAt: now }).where(eq(deployments.id, id));
+}
+
+/** The app was given up after too many crashes: it stays the record but no longer serves. */
+export async function setCrashed(db: Db, id: string, now: Date): Promise<DeploymentRow | undefined> {
+  const [row] = await db.update(deployments).set({ crashedAt: now, port: null, updatedAt: now }).where(eq(deployments.id, id)).returning();
+  return row;
+}
+
+/** The app stopped here (no longer current, or pruned). */
+export async function clearServing(db: Db, id: string, runnerId: string): Promise<void> {
+  await db
+    .update(deployments)
+    .set({ port: null })
+    .where(and(eq(deployments.id, id), eq(deployments.servedBy, runnerId), eq(deployments.current, false)));
+}
+
+/** The current deployment of an environment (the one a new one replaces). */
+export async function currentOf(db: Db, environmentId: string): Promise<DeploymentRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(deployments)
+    .where(and(eq(deployments.environmentId, environmentId), eq(deployments.current, true)));
+  return row;
+}
+
+/** Current, ready, not crashed deployments this runner serves: what must run here (boot restore, promote). */
+export async function deploymentsToServe(db: Db, runnerId: string): Promise<DeploymentRow[]> {
+  return db
+    .select()
+    .from(deployments)
+    .where(and(eq(deployments.current, true), eq(deployments.status, "ready"), eq(deployments.servedBy, runnerId), isNull(deployments.crashedAt)))
+    .orderBy(asc(deployments.id));
+}
+
+/** Which of `ids` are still current and not crashed (the apps running here that should keep running). */
+export async function stillServing(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .where(and(inArray(deployments.id, ids), eq(deployments.current, true), isNull(deployments.crashedAt)));
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Ready, not current deployments of an environment built by this runner, beyond
+ * the newest `keep`: their work directories may be removed (promoting one of them
+ * then needs a redeploy).
+ */
+export async function supersededBeyond(db: Db, environmentId: string, runnerId: string, keep: number): Promise<string[]> {
+  const rows = await db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .where(
+      and(eq(deployments.environmentId, environmentId), eq(deployments.status, "ready"), ne(deployments.current, true), eq(deployments.servedBy, runnerId)),
+    )
+    .orderBy(desc(deployments.createdAt), desc(deployments.id))
+    .offset(keep)
+    .limit(100);
+  return rows.map((r) => r.id);
+}
+
+/** Deployment ids among `ids` that exist and are not finished-and-failed/canceled (work directories to keep). */
+export async function deploymentStatuses(db: Db, ids: string[]): Promise<Map<string, DeploymentStatus>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.select({ id: deployments.id, status: deployments.status }).from(deployments).where(inArray(deployments.id, ids));
+  return new Map(rows.map((r) => [r.id, r.status]));
+}
+
+export interface JobContext {
+  d: DeploymentRow;
+  project: ProjectRow;
+  environment: { id: string; name: string; kind: string };
+  /** The environment's variables, secrets decrypted: held in memory only, never written or logged. */
+  env: Record<string, string>;
+  /** The secret values among them, for masking log lines. */
+  secrets: string[];
+}
+
+/** The deployment with its project, environment and the environment's variables (secrets decrypted in memory). */
+export async function loadJob(db: Db, keyring: Keyring, id: string): Promise<JobContext | undefined> {
+  const [row] = await db
+    .select({ d: deployments, project: projects, environment: { id: environments.id, name: environments.name, kind: environments.kind } })
+    .from(deployments)
+    .innerJoin(projects, eq(projects.id, deployments.projectId))
+    .innerJoin(environments, eq(environments.id, deployments.environmentId))
+    .where(eq(deployments.id, id));
+  if (!row) return undefined;
+  const vars = await db
+    .select()
+    .from(envVars)
+    .where(and(eq(envVars.projectId, row.d.projectId), eq(envVars.environmentId, row.d.environmentId)))
+    .orderBy(asc(envVars.key));
+  const env: Record<string, string> = {};
+  const secrets: string[] = [];
+  const scope = { orgId: row.d.orgId, projectId: row.d.projectId, environmentId: row.d.environmentId };
+  for (const v of vars) {
+    if (v.isSecret) {
+      const value = await keyring.decrypt(v.valueCiphertext!, secretContext(scope, v.key));
+      env[v.key] = value;
+      secrets.push(value);
+    } else env[v.key] = v.value!;
+  }
+  return { ...row, env, secrets };
+}
+
+/** Compose services' environment values of a deployment (AES-256-GCM bound to org, deployments, services, id). */
+export async function decryptServiceValues(keyring: Keyring, d: DeploymentRow): Promise<Record<string, Record<string, string>>> {
+  if (!d.servicesCiphertext) return {};
+  const text = await keyring.decrypt(d.servicesCiphertext, { orgId: d.orgId, table: "deployments", column: "services", rowId: d.id });
+  return JSON.parse(text) as Record<string, Record<string, string>>;
+}
