@@ -8,12 +8,14 @@ import Ajv2020 from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
+import { routeRulesRouter } from "../../functions/route-rules";
 
 type Json = Record<string, any>;
 let doc: Json;
 
 beforeAll(async () => {
-  const app = createApp({ services: () => ({}) as never, logger: silentLogger });
+  // The self-hosted document: the cloud's routes plus the adapter's own (route rules).
+  const app = createApp({ services: () => ({}) as never, logger: silentLogger, extraRouters: [routeRulesRouter] });
   doc = await (await app.request("http://127.0.0.1/api/openapi.json")).json();
 });
 
@@ -26,6 +28,7 @@ const VALID_SAMPLES: Record<string, string[]> = {
   "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$": ["preview", "pr-12", "a"],
   "^[A-Za-z_][A-Za-z0-9_]*$": ["DATABASE_URL", "_x", "a1"],
   "^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$": ["web", "api-1", "db.primary"],
+  "^\\/[\\x21-\\x7e]*$": ["/", "/api", "/static/*.js", "/admin/**"],
 };
 
 function collect(node: unknown, key: string, out: Array<{ path: string; value: any }>, path = "#"): typeof out {
