@@ -1,7 +1,7 @@
 /**
  * The deployments API: queue a deployment of a project's source, read one, cancel
- * it, promote an older ready one (rollback). Records only: the self-hosted runner
- * that builds and runs them comes later and moves them past `queued`.
+ * it, promote an older ready one (rollback). The self-hosted runner moves them
+ * past `queued`; an upload deployment's source is its own durable artifact (queue.ts).
  *
  * A git deployment pins its commit when queued: the branch's head, read from the
  * host now. A given `commit` must be the head of a branch on the host (the given
@@ -10,7 +10,6 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { EnvironmentRow } from "../projects/environments-store";
-import { findEnvironment } from "../projects/environments-store";
 import { HOST_502, listRepository, readFailure, repositoryOf } from "../projects/git-remote";
 import { BranchName, EnvironmentName } from "../projects/schema";
 import { findProject, type ProjectRow } from "../projects/store";
@@ -19,10 +18,9 @@ import { ApiError, badRequest } from "../../shared/http/errors";
 import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { and, eq } from "drizzle-orm";
-import { environments } from "../../shared/db/schema";
 import { DeploymentSchema, deploymentView } from "./schema";
-import { cancelDeployment, findDeployment, insertDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
+import { disabledConflict, environmentFor, insertQueued, queueUpload } from "./queue";
+import { cancelDeployment, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
 
 const TAGS = ["Deployments"];
 const COMMIT = /^[0-9a-fA-F]{40}$/;
@@ -53,9 +51,9 @@ const create = defineRoute({
   description: [
     "Queues a deployment of one environment (`environment` omitted: production) from a source pinned now.",
     "A project with a linked repository deploys a commit: the head of `branch` (else the environment's branch for a preview, else the project's deploy branch), read from the host now with the project's clone token; `commit` pins a commit that must be the head of a branch on the host (the given branch, else any; an older commit cannot be checked without fetching the repository, so it is refused: 400 naming `commit`).",
-    "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the tarball of its last upload deployment).",
+    "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the artifact of its last upload deployment), copied to the new deployment's own durable artifact (it outlives the session and every upload sweep), with the project's compose services (else the session's parsed ones). 409 when the uploaded folder is no longer stored.",
     "400 naming `environment` when the project has no such environment, `branch` when the host has no such branch, `commit` when it is no branch head there; 404 for a project that is not the caller's; 409 when the project is disabled or has no source (no linked repository and no upload); 409 when the linked repository no longer answers; 502 when the host is unreachable.",
-    "Answers 201 with the `queued` deployment. Nothing builds it until the self-hosted runner lands.",
+    "Answers 201 with the `queued` deployment; the self-hosted runner builds it.",
   ].join(" "),
   permission: "project:write",
   request: { body: jsonRequest(CreateBody) },
@@ -98,22 +96,7 @@ const promote = defineRoute({
   responses: { 200: jsonResponse(DeploymentSchema, "The promoted deployment"), 409: CONFLICT_409 },
 });
 
-async function environmentFor(c: AppContext, project: ProjectRow, name: string | undefined): Promise<EnvironmentRow> {
-  if (name !== undefined) {
-    const env = await findEnvironment(c.get("db"), project.id, name);
-    if (!env) throw badRequest("environment", `The project has no environment named ${name}`);
-    return env;
-  }
-  const [env] = await c
-    .get("db")
-    .select()
-    .from(environments)
-    .where(and(eq(environments.projectId, project.id), eq(environments.kind, "production")));
-  if (!env) throw new ApiError("conflict", "The project has no production environment");
-  return env;
-}
-
-type Source = Pick<NewDeployment, "source" | "gitProvider" | "gitOwner" | "gitRepo" | "branch" | "commitSha" | "artifactKey" | "uploadSessionId">;
+type Source = Pick<NewDeployment, "source" | "gitProvider" | "gitOwner" | "gitRepo" | "branch" | "commitSha">;
 
 /** The git source pinned now: the branch's head on the host, or the given commit once the host shows it as a branch head. */
 async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow, body: z.infer<typeof CreateBody>): Promise<Source | undefined> {
@@ -149,43 +132,43 @@ async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow
   };
 }
 
-async function viewOf(c: AppContext, orgId: string, id: string) {
+export async function viewOf(c: AppContext, orgId: string, id: string) {
   const { d, environment } = await findDeployment(c.get("db"), orgId, id);
   const transitions = await transitionsOf(c.get("db"), [d.id]);
   return deploymentView(d, environment, transitions.get(d.id)!);
 }
 
-export const deploymentsApiRouter = createRouter()
+export const deploymentRoutes = createRouter()
   .openapi(create, async (c) => {
     const caller = callerOf(c);
     const body = c.req.valid("json");
     const db = c.get("db");
     const project = await findProject(db, caller.orgId, body.projectId);
-    if (project.disabledAt) throw new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
+    if (project.disabledAt) throw disabledConflict();
     const env = await environmentFor(c, project, body.environment);
-    const now = c.get("clock")();
-    let source = await gitSource(c, project, env, body);
-    if (!source) {
+    const git = await gitSource(c, project, env, body);
+    let row: DeploymentRow;
+    if (git) {
+      row = await insertQueued(c, caller.orgId, project.id, {
+        orgId: caller.orgId,
+        projectId: project.id,
+        environmentId: env.id,
+        createdBy: caller.userId,
+        ...git,
+      });
+    } else {
       if (body.branch !== undefined || body.commit !== undefined) {
         throw badRequest(body.commit !== undefined ? "commit" : "branch", "The project has no linked git repository");
       }
-      const upload = await lastUpload(db, project.id, now);
-      if (upload) source = { source: "upload", ...upload };
+      const upload = await lastUpload(db, project.id, c.get("clock")());
+      if (!upload) {
+        throw new ApiError(
+          "conflict",
+          "The project has no source to deploy: link a git repository (POST /api/projects/{id}/git/link) or upload a folder (wsp deploy)",
+        );
+      }
+      row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, ...upload });
     }
-    if (!source) {
-      throw new ApiError(
-        "conflict",
-        "The project has no source to deploy: link a git repository (POST /api/projects/{id}/git/link) or upload a folder (wsp deploy)",
-      );
-    }
-    const pinned = source;
-    const row = await db.transaction(async (tx) => {
-      // Re-checked under the row lock: a disable or delete that raced the host lookup wins.
-      const locked = await findProject(tx, caller.orgId, project.id, "key share");
-      if (locked.disabledAt) throw new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
-      return insertDeployment(tx, { orgId: caller.orgId, projectId: project.id, environmentId: env.id, createdBy: caller.userId, ...pinned }, now);
-    });
-    c.get("wakeRunner")();
     return c.json(await viewOf(c, caller.orgId, row.id), 201);
   })
   .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))

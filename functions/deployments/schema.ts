@@ -8,6 +8,17 @@ export const DeploymentStatusSchema = z.enum(DEPLOYMENT_STATUSES).openapi({
     "queued → building → deploying → ready, or failed / canceled. Until the self-hosted runner lands, nothing moves a deployment past `queued` but cancel",
 });
 
+const DeploymentServiceSchema = z
+  .object({
+    name: z.string(),
+    image: z.string().nullable(),
+    build: z.object({ context: z.string(), dockerfile: z.string().nullable() }).nullable(),
+    command: z.string().nullable(),
+    ports: z.array(z.string()),
+    dependsOn: z.array(z.string()),
+  })
+  .openapi("DeploymentService");
+
 const TransitionSchema = z.object({ status: DeploymentStatusSchema, at: z.string() }).openapi("DeploymentTransition");
 
 export const DeploymentSchema = z
@@ -28,7 +39,12 @@ export const DeploymentSchema = z
     uploadSessionId: z.string().nullable().openapi({ description: "The upload session the tarball came from (upload)" }),
     failureReason: z.string().nullable(),
     createdBy: z.string().nullable().openapi({ description: "The user who queued it; null for a push (auto-deploy) or a removed user" }),
+    services: z.array(DeploymentServiceSchema).nullable().openapi({
+      description:
+        "Upload: the compose services deployed with it (the ensure's, else the scan's), by name; their environment values are stored encrypted and never returned. Null without services",
+    }),
     createdAt: z.string(),
+    startedAt: z.string().nullable().openapi({ description: "When its build started (its first `building` transition); null before" }),
     finishedAt: z.string().nullable().openapi({ description: "When it became ready, failed or canceled" }),
     transitions: z.array(TransitionSchema).openapi({ description: "Every status it went through, oldest first, with its time (`queued` first)" }),
   })
@@ -52,7 +68,13 @@ export function deploymentView(d: DeploymentRow, environment: string, transition
     uploadSessionId: d.uploadSessionId,
     failureReason: d.failureReason,
     createdBy: d.createdBy,
+    services: d.services
+      ? Object.entries(d.services)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([name, spec]) => ({ name, image: spec.image, build: spec.build, command: spec.command, ports: spec.ports, dependsOn: spec.dependsOn }))
+      : null,
     createdAt: d.createdAt.toISOString(),
+    startedAt: transitions.find((t) => t.status === "building")?.at.toISOString() ?? null,
     finishedAt: d.finishedAt?.toISOString() ?? null,
     transitions: transitions.map((t) => ({ status: t.status, at: t.at.toISOString() })),
   };

@@ -4,7 +4,7 @@
  * caller's transaction, so the history never misses a step.
  */
 import { and, asc, desc, eq, gt, inArray, isNotNull } from "drizzle-orm";
-import { type DEPLOYMENT_STATUSES, deployments, deploymentTransitions, environments, uploadSessions } from "../../shared/db/schema";
+import { type DEPLOYMENT_STATUSES, deployments, deploymentTransitions, environments, projectServices, uploadSessions } from "../../shared/db/schema";
 import type { Db, Executor, Tx } from "../../shared/db/types";
 import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
@@ -29,11 +29,11 @@ async function record(ex: Executor, d: Pick<DeploymentRow, "id" | "orgId">, stat
   await ex.insert(deploymentTransitions).values({ id: newId("dtr"), orgId: d.orgId, deploymentId: d.id, status, at });
 }
 
-/** Inserts a queued deployment and its first transition. */
-export async function insertDeployment(tx: Tx, values: NewDeployment, now: Date): Promise<DeploymentRow> {
+/** Inserts a queued deployment and its first transition; `id` when it was chosen before (an upload's artifact key names it). */
+export async function insertDeployment(tx: Tx, values: NewDeployment, now: Date, id: string = newId("dpl")): Promise<DeploymentRow> {
   const [row] = await tx
     .insert(deployments)
-    .values({ ...values, id: newId("dpl"), status: "queued", createdAt: now, updatedAt: now })
+    .values({ ...values, id, status: "queued", createdAt: now, updatedAt: now })
     .returning();
   await record(tx, row!, "queued", now);
   return row!;
@@ -151,24 +151,44 @@ export async function markStatus(
   });
 }
 
+export type UploadSessionRow = typeof uploadSessions.$inferSelect;
+/** An upload deployment's source, as a later redeploy copies it. */
+export type PreviousUpload = Pick<DeploymentRow, "id" | "orgId" | "artifactKey" | "uploadSessionId" | "services" | "servicesCiphertext">;
+
 /**
  * The upload an upload project redeploys: the newest scanned, unexpired upload
- * session an ensure bound to the project, else the artifact of its newest upload
- * deployment; undefined when neither exists.
+ * session an ensure bound to the project, else its newest upload deployment (whose
+ * durable artifact it copies); undefined when neither exists.
  */
-export async function lastUpload(ex: Executor, projectId: string, now: Date): Promise<{ artifactKey: string; uploadSessionId: string | null } | undefined> {
+export async function lastUpload(
+  ex: Executor,
+  projectId: string,
+  now: Date,
+): Promise<{ session: UploadSessionRow; previous?: undefined } | { session?: undefined; previous: PreviousUpload } | undefined> {
   const [session] = await ex
-    .select({ id: uploadSessions.id, objectKey: uploadSessions.objectKey })
+    .select()
     .from(uploadSessions)
     .where(and(eq(uploadSessions.projectId, projectId), isNotNull(uploadSessions.scannedAt), gt(uploadSessions.expiresAt, now)))
     .orderBy(desc(uploadSessions.createdAt), desc(uploadSessions.id))
     .limit(1);
-  if (session) return { artifactKey: session.objectKey, uploadSessionId: session.id };
+  if (session) return { session };
   const [previous] = await ex
-    .select({ artifactKey: deployments.artifactKey, uploadSessionId: deployments.uploadSessionId })
+    .select({
+      id: deployments.id,
+      orgId: deployments.orgId,
+      artifactKey: deployments.artifactKey,
+      uploadSessionId: deployments.uploadSessionId,
+      services: deployments.services,
+      servicesCiphertext: deployments.servicesCiphertext,
+    })
     .from(deployments)
     .where(and(eq(deployments.projectId, projectId), eq(deployments.source, "upload"), isNotNull(deployments.artifactKey)))
     .orderBy(desc(deployments.id))
     .limit(1);
-  return previous ? { artifactKey: previous.artifactKey!, uploadSessionId: previous.uploadSessionId } : undefined;
+  return previous ? { previous } : undefined;
+}
+
+/** The project's compose services as the last ensure stored them, in their order (values still encrypted). */
+export async function projectServiceRows(ex: Executor, projectId: string) {
+  return ex.select().from(projectServices).where(eq(projectServices.projectId, projectId)).orderBy(asc(projectServices.position));
 }

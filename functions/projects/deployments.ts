@@ -3,22 +3,17 @@
  * deployment session: a short-lived read-only token for one project's deployments.
  */
 import { z } from "@hono/zod-openapi";
-import { SESSION_TOKEN_PREFIX, displayPrefix, generateToken, hashToken } from "../../shared/auth/tokens";
-import { capToParent } from "../../shared/auth/token-lifetime";
 import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
 import { DeploymentSchema, deploymentView } from "../deployments/schema";
 import { transitionsOf } from "../deployments/store";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { createDeploymentSession, listDeployments } from "./deployments-store";
+import { listDeployments } from "./deployments-store";
+import { DeploymentSessionSchema, openDeploymentSession } from "./deployment-session";
 import { findEnvironment } from "./environments-store";
 import { EnvironmentName, ProjectIdParam } from "./schema";
 import { findProject } from "./store";
-
-const SESSION_TTL_MS = 15 * 60 * 1000;
-/** What a session may do, within what its creator may do. */
-const SESSION_TAGS = ["project:read", "project:deployment:list"] as const;
 
 export { DeploymentSchema };
 
@@ -49,17 +44,7 @@ const session = defineRoute({
   permission: "project:read",
   request: { params: ProjectIdParam },
   responses: {
-    201: jsonResponse(
-      z
-        .object({
-          token: z.string().openapi({ description: "Shown only in this response" }),
-          projectId: z.string(),
-          expiresAt: z.string(),
-          scopes: z.array(z.enum(SESSION_TAGS)),
-        })
-        .openapi("DeploymentSession"),
-      "The session token",
-    ),
+    201: jsonResponse(DeploymentSessionSchema, "The session token"),
   },
 });
 
@@ -78,18 +63,4 @@ export const deploymentsRouter = createRouter()
     );
     return c.json({ items: page.items.map(({ d, environment }) => deploymentView(d, environment, transitions.get(d.id)!)), nextCursor: page.nextCursor }, 200);
   })
-  .openapi(session, async (c) => {
-    const caller = callerOf(c);
-    const token = generateToken(SESSION_TOKEN_PREFIX);
-    const expiresAt = await capToParent(c.get("db"), caller.tokenId, new Date(c.get("clock")().getTime() + SESSION_TTL_MS));
-    const scopes = SESSION_TAGS.filter((t) => caller.tags.includes(t));
-    const projectId = await createDeploymentSession(c.get("db"), c.req.valid("param").id, {
-      orgId: caller.orgId,
-      userId: caller.userId,
-      tokenHash: await hashToken(token),
-      displayPrefix: displayPrefix(token),
-      scopes,
-      expiresAt,
-    });
-    return c.json({ token, projectId, expiresAt: expiresAt.toISOString(), scopes }, 201);
-  });
+  .openapi(session, async (c) => c.json(await openDeploymentSession(c, c.req.valid("param").id), 201));

@@ -3,16 +3,18 @@
  * `DATA_DIR/uploads/<orgId>/<sessionId>.tar.gz`. A body is streamed to a unique
  * `.part` file with backpressure (constant memory), counted as it goes, and
  * renamed into place only when complete; a refused or broken upload leaves no file.
+ * Deployment artifacts live in `DATA_DIR/uploads/artifacts/<orgId>/<deploymentId>.tar.gz`,
+ * which list() (the orphan sweep's view) leaves out.
  */
 import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { constants, copyFile, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeWebStream } from "node:stream/web";
 import { OBJECT_KEY } from "./limits";
-import { UploadTooLargeError, type RelayStorage } from "./types";
+import { ARTIFACT_ROOT, isStoreKey, UploadTooLargeError, type RelayStorage } from "./types";
 
 export interface DiskStorage extends RelayStorage {
   readonly dir: string;
@@ -28,7 +30,7 @@ const READ_CHUNK = 1024 * 1024;
 export function createDiskStorage(opts: { dir: string; publicUrl?: string }): DiskStorage {
   const dir = resolve(opts.dir);
   const pathOf = (key: string) => {
-    if (!OBJECT_KEY.test(key)) throw new Error(`refusing object key ${JSON.stringify(key)}`);
+    if (!isStoreKey(key)) throw new Error(`refusing object key ${JSON.stringify(key)}`);
     return join(dir, key);
   };
 
@@ -67,11 +69,29 @@ export function createDiskStorage(opts: { dir: string; publicUrl?: string }): Di
     async remove(key) {
       await rm(pathOf(key), { force: true });
     },
+    async copy(fromKey, toKey) {
+      const from = pathOf(fromKey);
+      const final = pathOf(toKey);
+      const info = await stat(from).catch(() => null);
+      if (!info?.isFile()) return false;
+      await mkdir(dirname(final), { recursive: true, mode: 0o700 });
+      const part = `${final}.${randomUUID()}.part`;
+      try {
+        await copyFile(from, part, constants.COPYFILE_EXCL);
+        await rename(part, final);
+        return true;
+      } catch (e) {
+        await rm(part, { force: true });
+        if ((e as NodeJS.ErrnoException).code === "ENOENT" && !(await stat(from).catch(() => null))) return false;
+        throw e;
+      }
+    },
     async list() {
       const found: Array<{ key: string | null; path: string; partial: boolean; mtimeMs: number }> = [];
       const orgs = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const org of orgs) {
-        if (!org.isDirectory()) continue;
+        // Deployment artifacts are durable: never listed for the orphan sweep.
+        if (!org.isDirectory() || org.name === ARTIFACT_ROOT) continue;
         for (const file of await readdir(join(dir, org.name)).catch(() => [] as string[])) {
           const path = join(dir, org.name, file);
           const info = await stat(path).catch(() => null);

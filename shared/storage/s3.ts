@@ -8,8 +8,8 @@
  * use, so a server without S3 configured never loads it (start-up time).
  */
 import type { S3Client } from "@aws-sdk/client-s3";
-import { GZIP_TYPE, OBJECT_KEY } from "./limits";
-import type { PresignedStorage, StoredUpload } from "./types";
+import { GZIP_TYPE } from "./limits";
+import { isStoreKey, type PresignedStorage, type StoredUpload } from "./types";
 
 /**
  * S3_REGION when unset, on both runtimes: the region SigV4 signs for. `us-east-1` is
@@ -30,7 +30,7 @@ export interface S3Settings {
 }
 
 function checkedKey(key: string): string {
-  if (!OBJECT_KEY.test(key)) throw new Error(`refusing object key ${JSON.stringify(key)}`);
+  if (!isStoreKey(key)) throw new Error(`refusing object key ${JSON.stringify(key)}`);
   return key;
 }
 
@@ -99,6 +99,25 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
       // S3 answers 204 whether or not the object existed; some compatible stores answer 404.
       if (!res.ok && res.status !== 404) throw await failure(res, "delete");
       await res.body?.cancel();
+    },
+    async copy(fromKey, toKey) {
+      const { sdk, client } = await load();
+      // CopyObject: the bucket copies the object itself. The copy source is signed as a header (not hoisted into the query).
+      const source = `${Bucket}/${objectKey(fromKey)}`;
+      const command = new sdk.CopyObjectCommand({ Bucket, Key: objectKey(toKey), CopySource: source });
+      const url = await sdk.getSignedUrl(client, command, {
+        expiresIn: INTERNAL_TTL_SECONDS,
+        unhoistableHeaders: new Set(["x-amz-copy-source"]),
+      });
+      const res = await fetch(url, { method: "PUT", headers: { "x-amz-copy-source": source } });
+      const text = await res.text().catch(() => "");
+      if (res.status === 404 && /<Code>NoSuchKey<\/Code>/.test(text)) return false;
+      // S3 may answer 200 and report a failed copy in the body.
+      if (!res.ok || /<Error>/.test(text)) {
+        const code = /<Code>([^<]{1,100})<\/Code>/.exec(text)?.[1];
+        throw new Error(`object storage copy failed: HTTP ${res.status}${code ? ` ${code}` : ""}`);
+      }
+      return true;
     },
   };
 }

@@ -5,8 +5,22 @@
  *   configured with S3_*.
  * - `relay`: local disk under DATA_DIR on the self-hosted adapter; the client
  *   POSTs to the API's own relay route (`requiresAuth: true`).
- * Both read a tarball back as a Web stream for the scan and delete it when stale.
+ * Both read a tarball back as a Web stream for the scan and delete it when stale,
+ * and copy it server-side to a deployment's durable artifact key.
  */
+import { OBJECT_KEY } from "./limits";
+
+/**
+ * Where a deployment's durable copy of its uploaded tarball lives: under
+ * `artifacts/`, outside every session's `<orgId>/` prefix, so neither the expired-session
+ * sweep (it removes session keys only) nor the disk orphan sweep (it lists
+ * `<orgId>/<file>` only) ever removes it.
+ */
+export const ARTIFACT_ROOT = "artifacts";
+export const artifactKeyFor = (orgId: string, deploymentId: string) => `${ARTIFACT_ROOT}/${orgId}/${deploymentId}.tar.gz`;
+export const ARTIFACT_KEY = /^artifacts\/[a-z]+_[0-9a-z]+\/[a-z]+_[0-9a-z]+\.tar\.gz$/;
+/** Keys the stores accept: a session's object key or a deployment's artifact key (our own ids only). */
+export const isStoreKey = (key: string) => OBJECT_KEY.test(key) || ARTIFACT_KEY.test(key);
 export interface UploadTarget {
   url: string;
   absoluteUrl: string;
@@ -25,6 +39,12 @@ interface CommonStorage {
   open(key: string): Promise<StoredUpload | null>;
   /** Removes the tarball of `key`; removing a missing one is not an error. */
   remove(key: string): Promise<void>;
+  /**
+   * Copies `fromKey` to `toKey` inside the store (no bytes through the service on
+   * S3; an atomic file copy on disk: `toKey` appears whole or not at all). False
+   * when `fromKey` does not exist.
+   */
+  copy(fromKey: string, toKey: string): Promise<boolean>;
 }
 
 export interface PresignedStorage extends CommonStorage {

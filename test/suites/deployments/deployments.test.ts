@@ -85,7 +85,7 @@ describe("deployments: create", () => {
     await expectProblem(await queue(t, { projectId: p.id, commit: trunkHead }), 400, "commit");
   });
 
-  it("an upload project redeploys its last scanned upload; an expired or unscanned one is no source", async () => {
+  it("an expired or unscanned upload is no source (the redeploy of a live one: build-access.test.ts)", async () => {
     const t = await seedTenant(h);
     const p = await create(t);
     const session = (over: Partial<typeof uploadSessions.$inferInsert>) => ({
@@ -100,15 +100,10 @@ describe("deployments: create", () => {
     });
     await h.db.insert(uploadSessions).values([session({ scannedAt: null }), session({ expiresAt: new Date(Date.now() - 1000) })]);
     await expectProblem(await queue(t, { projectId: p.id }), 409);
-    const live = session({});
-    await h.db.insert(uploadSessions).values(live);
-    const d = await queued(t, { projectId: p.id });
-    expect(d).toMatchObject({ source: "upload", uploadSessionId: live.id, commitSha: null, gitRepo: null, branch: null });
-    // Once the session is gone, the last upload deployment's artifact is redeployed.
-    await h.db.delete(uploadSessions).where(eq(uploadSessions.id, live.id));
-    expect(await queued(t, { projectId: p.id })).toMatchObject({ source: "upload", uploadSessionId: live.id });
-    const [row] = await h.db.select().from(deployments).where(eq(deployments.id, d.id));
-    expect(row!.artifactKey).toBe(live.objectKey);
+    // A live session whose tarball is no longer stored: 409, nothing queued.
+    await h.db.insert(uploadSessions).values(session({}));
+    expect((await expectProblem(await queue(t, { projectId: p.id }), 409)).detail).toMatch(/no longer stored/);
+    expect(await h.db.select().from(deployments).where(eq(deployments.projectId, p.id))).toEqual([]);
   });
 
   it("targets a named environment; an unknown one is 400 naming environment", async () => {

@@ -1,0 +1,155 @@
+/**
+ * Queueing a deployment, shared by POST /api/deployments and POST
+ * /api/deployments/build/access: the target environment, and an upload's durable
+ * artifact with the compose services that go with it.
+ *
+ * An upload deployment never points at a session's tarball: the session (and its
+ * tarball) expires and is swept. The tarball is copied inside the upload store to
+ * `artifacts/<orgId>/<deploymentId>.tar.gz` (S3 CopyObject; an atomic file copy on
+ * disk), a key no upload sweep removes, before the deployment is recorded.
+ */
+import { and, eq } from "drizzle-orm";
+import type { Keyring, SecretContext } from "../../shared/crypto/keyring";
+import { environments, type ServiceSpec } from "../../shared/db/schema";
+import type { AppContext } from "../../shared/http/context";
+import { ApiError, badRequest } from "../../shared/http/errors";
+import { newId } from "../../shared/ids";
+import { artifactKeyFor } from "../../shared/storage/types";
+import type { ParsedService } from "../projects/folder/compose";
+import { decryptCaptured, serviceEnvContext } from "../projects/folder/services";
+import { type EnvironmentRow, findEnvironment } from "../projects/environments-store";
+import { findProject, type ProjectRow } from "../projects/store";
+import { type DeploymentRow, insertDeployment, type NewDeployment, type PreviousUpload, projectServiceRows, type UploadSessionRow } from "./store";
+
+/** Compose environment values of a deployment, per service (what `services_ciphertext` holds). */
+export type ServiceValues = Record<string, Record<string, string>>;
+
+/** Where a deployment's compose values live (AES-GCM additional data): bound to the deployment. */
+export const deploymentServicesContext = (orgId: string, deploymentId: string): SecretContext => ({
+  orgId,
+  table: "deployments",
+  column: "services",
+  rowId: deploymentId,
+});
+
+/** The runner's read of a deployment's compose values (in memory only). */
+export async function decryptDeploymentServices(keyring: Keyring, d: Pick<DeploymentRow, "orgId" | "id" | "servicesCiphertext">): Promise<ServiceValues> {
+  if (!d.servicesCiphertext) return {};
+  return JSON.parse(await keyring.decrypt(d.servicesCiphertext, deploymentServicesContext(d.orgId, d.id))) as ServiceValues;
+}
+
+export const disabledConflict = () => new ApiError("conflict", "The project is disabled: enable it (POST /api/projects/{id}/enable) to deploy");
+
+/** The named environment (400 naming `environment` when the project has none such), else production. */
+export async function environmentFor(c: AppContext, project: ProjectRow, name: string | undefined): Promise<EnvironmentRow> {
+  if (name !== undefined) {
+    const env = await findEnvironment(c.get("db"), project.id, name);
+    if (!env) throw badRequest("environment", `The project has no environment named ${name}`);
+    return env;
+  }
+  const [env] = await c
+    .get("db")
+    .select()
+    .from(environments)
+    .where(and(eq(environments.projectId, project.id), eq(environments.kind, "production")));
+  if (!env) throw new ApiError("conflict", "The project has no production environment");
+  return env;
+}
+
+interface ServiceSet {
+  specs: Record<string, ServiceSpec>;
+  values: ServiceValues;
+}
+
+const specOf = (s: ServiceSpec): ServiceSpec => ({ image: s.image, build: s.build, command: s.command, ports: s.ports, dependsOn: s.dependsOn });
+
+/**
+ * The services that go with an upload deployment: the project's (the last
+ * ensure's), else the ones the session's scan parsed, else the previous upload
+ * deployment's; null for a folder without compose services.
+ */
+async function servicesFor(
+  c: AppContext,
+  orgId: string,
+  projectId: string,
+  from: { session?: UploadSessionRow; previous?: PreviousUpload },
+): Promise<ServiceSet | null> {
+  const keyring = c.get("keyring");
+  const rows = await projectServiceRows(c.get("db"), projectId);
+  if (rows.length > 0) {
+    const set: ServiceSet = { specs: {}, values: {} };
+    for (const r of rows) {
+      set.specs[r.name] = specOf(r.spec);
+      if (r.envCiphertext) set.values[r.name] = JSON.parse(await keyring.decrypt(r.envCiphertext, serviceEnvContext(orgId, projectId, r.name)));
+    }
+    return set;
+  }
+  const parsed = (from.session?.scan as { services?: ParsedService[] } | null | undefined)?.services;
+  if (from.session && parsed?.length) {
+    const captured = await decryptCaptured(keyring, orgId, from.session.id, from.session.servicesCiphertext);
+    const set: ServiceSet = { specs: {}, values: {} };
+    for (const s of parsed) {
+      set.specs[s.name] = specOf(s);
+      if (Object.hasOwn(captured, s.name) && Object.keys(captured[s.name]!).length) set.values[s.name] = captured[s.name]!;
+    }
+    return set;
+  }
+  if (from.previous?.services) {
+    return { specs: from.previous.services, values: await decryptDeploymentServices(keyring, from.previous) };
+  }
+  return null;
+}
+
+/**
+ * Queues an upload deployment of `project`: copies the session's tarball (or the
+ * previous upload deployment's artifact) to the new deployment's own artifact key,
+ * records the services and their values re-encrypted for it, then inserts it
+ * under the project's row lock (a disable that raced wins: 409, and the copy is
+ * removed again).
+ */
+export async function queueUpload(
+  c: AppContext,
+  input: { orgId: string; userId: string | null; project: ProjectRow; env: EnvironmentRow; session?: UploadSessionRow; previous?: PreviousUpload },
+): Promise<DeploymentRow> {
+  const uploads = c.get("uploads");
+  if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
+  const { orgId, project } = input;
+  const from = input.session?.objectKey ?? input.previous?.artifactKey;
+  if (!from) throw new ApiError("conflict", "The project has no uploaded folder to deploy: upload it again (wsp deploy)");
+  const id = newId("dpl");
+  const artifactKey = artifactKeyFor(orgId, id);
+  if (!(await uploads.copy(from, artifactKey))) {
+    throw new ApiError("conflict", "The uploaded folder is no longer stored: upload it again (wsp deploy)");
+  }
+  try {
+    const services = await servicesFor(c, orgId, project.id, input);
+    const values = services && Object.keys(services.values).length ? services.values : null;
+    const fields: NewDeployment = {
+      orgId,
+      projectId: project.id,
+      environmentId: input.env.id,
+      createdBy: input.userId,
+      source: "upload",
+      artifactKey,
+      uploadSessionId: input.session?.id ?? input.previous?.uploadSessionId ?? null,
+      services: services?.specs ?? null,
+      servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
+    };
+    return await insertQueued(c, orgId, project.id, fields, id);
+  } catch (e) {
+    await uploads.remove(artifactKey).catch(() => {});
+    throw e;
+  }
+}
+
+/** Inserts a queued deployment under the project's row lock (a disable or delete that raced the lookups wins) and wakes the runner. */
+export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id?: string): Promise<DeploymentRow> {
+  const now = c.get("clock")();
+  const row = await c.get("db").transaction(async (tx) => {
+    const locked = await findProject(tx, orgId, projectId, "key share");
+    if (locked.disabledAt) throw disabledConflict();
+    return insertDeployment(tx, fields, now, id);
+  });
+  c.get("wakeRunner")();
+  return row;
+}
