@@ -1,10 +1,12 @@
-/** GET /api/projects/:id/info: runtime, build and source details, assembled from what is stored. */
+/** GET /api/projects/:id/info: runtime, build and source details, assembled from what is stored; GET /api/projects/:id/services: its compose services, values masked. */
 import { z } from "@hono/zod-openapi";
 import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
 import { cloneUrl, isGitProvider } from "../../shared/git/hosts";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { lastDeployment, servingDeployment, type DeploymentRow } from "./deployments-store";
+import { listServices } from "./folder/ensure-store";
+import { ServiceSchema } from "./folder/schema";
 import {
   FreeRouteSchema,
   GitProvider,
@@ -68,45 +70,64 @@ const route = defineRoute({
   responses: { 200: jsonResponse(InfoSchema, "Runtime, build and source details") },
 });
 
+const services = defineRoute({
+  method: "get",
+  path: "/projects/{id}/services",
+  tags: ["Projects"],
+  summary: "The project's compose services, values masked",
+  description:
+    "The service set the last ensure stored for a compose folder (`wsp deploy`, POST /api/projects/ensure with `services`), in its order: image, build context, command, ports, dependencies and environment keys, every value masked (`••••••••`; values are never returned). An empty list for a project without services. Each deployment records the services it was deployed with (GET /api/deployments/{id}, `services`).",
+  permission: "project:read",
+  request: { params: ProjectIdParam },
+  responses: {
+    200: jsonResponse(z.object({ items: z.array(ServiceSchema) }).openapi("ProjectServices"), "The project's services, values masked"),
+  },
+});
+
 const ref = (d: DeploymentRow | undefined) =>
   d ? { id: d.id, status: d.status, commitSha: d.commitSha, createdAt: d.createdAt.toISOString(), finishedAt: d.finishedAt?.toISOString() ?? null } : null;
 
-export const infoRouter = createRouter().openapi(route, async (c) => {
-  const db = c.get("db");
-  const row = await findProject(db, callerOf(c).orgId, c.req.valid("param").id);
-  const view = await projectView(db, row, c.get("config"));
-  const last = await lastDeployment(db, row.id);
-  const serving = await servingDeployment(db, row.id);
-  const options = optionsView(row.options);
-  const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
-  const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("git").hosts) : null;
-  return c.json(
-    {
-      id: row.id,
-      runtime: {
-        status: view.status,
-        resources: resourcesView(row),
-        freeRoute: freeRoute(row, c.get("config")),
-        primaryDomain: view.routes.domains.find((d) => d.primary)?.hostname ?? null,
-        runtimeVersion: options.runtimeVersion,
-        startCommand: options.startCommand,
-        serving: ref(serving),
+export const infoRouter = createRouter()
+  .openapi(services, async (c) => {
+    const row = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
+    return c.json({ items: await listServices(c.get("db"), row.id) }, 200);
+  })
+  .openapi(route, async (c) => {
+    const db = c.get("db");
+    const row = await findProject(db, callerOf(c).orgId, c.req.valid("param").id);
+    const view = await projectView(db, row, c.get("config"));
+    const last = await lastDeployment(db, row.id);
+    const serving = await servingDeployment(db, row.id);
+    const options = optionsView(row.options);
+    const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
+    const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("git").hosts) : null;
+    return c.json(
+      {
+        id: row.id,
+        runtime: {
+          status: view.status,
+          resources: resourcesView(row),
+          freeRoute: freeRoute(row, c.get("config")),
+          primaryDomain: view.routes.domains.find((d) => d.primary)?.hostname ?? null,
+          runtimeVersion: options.runtimeVersion,
+          startCommand: options.startCommand,
+          serving: ref(serving),
+        },
+        build: { framework: row.framework, options, lastDeployment: ref(last) },
+        source: {
+          kind,
+          provider: row.gitProvider,
+          owner: row.gitOwner,
+          repo: row.gitRepo,
+          branch: row.gitBranch,
+          defaultBranch: row.gitDefaultBranch,
+          repositoryUrl: clone ? clone.slice(0, -".git".length) : null,
+          cloneUrl: clone,
+          linkedAt: row.gitLinkedAt?.toISOString() ?? null,
+          autoDeploy: row.autoDeploy,
+          cloneToken: { hasToken: Boolean(row.cloneTokenCiphertext), setAt: row.cloneTokenSetAt?.toISOString() ?? null },
+        },
       },
-      build: { framework: row.framework, options, lastDeployment: ref(last) },
-      source: {
-        kind,
-        provider: row.gitProvider,
-        owner: row.gitOwner,
-        repo: row.gitRepo,
-        branch: row.gitBranch,
-        defaultBranch: row.gitDefaultBranch,
-        repositoryUrl: clone ? clone.slice(0, -".git".length) : null,
-        cloneUrl: clone,
-        linkedAt: row.gitLinkedAt?.toISOString() ?? null,
-        autoDeploy: row.autoDeploy,
-        cloneToken: { hasToken: Boolean(row.cloneTokenCiphertext), setAt: row.cloneTokenSetAt?.toISOString() ?? null },
-      },
-    },
-    200,
-  );
-});
+      200,
+    );
+  });

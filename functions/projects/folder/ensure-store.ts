@@ -94,7 +94,7 @@ async function replaceServices(
 }
 
 /** The project's services as read (values masked), in their order. */
-async function listServices(ex: Executor, projectId: string): Promise<ServiceView[]> {
+export async function listServices(ex: Executor, projectId: string): Promise<ServiceView[]> {
   const rows = await ex.select().from(projectServices).where(eq(projectServices.projectId, projectId)).orderBy(asc(projectServices.position));
   return rows.map((r) => serviceView(r.name, r.spec, r.envKeys));
 }

@@ -12,10 +12,11 @@ import { decryptDeploymentServices } from "../../../functions/deployments/queue"
 import { DeploymentSchema } from "../../../functions/deployments/schema";
 import { DeploymentSessionSchema } from "../../../functions/projects/deployment-session";
 import { EnsuredProjectSchema } from "../../../functions/projects/folder/ensure-schema";
+import { ServiceSchema } from "../../../functions/projects/folder/schema";
 import { ProjectSchema } from "../../../functions/projects/schema";
 import { deployments, uploadSessions } from "../../../shared/db/schema";
 import { deploymentHelpers } from "../../support/deployments";
-import { folderClient, NEXT_APP } from "../../support/folder-client";
+import { folderClient, MASK, NEXT_APP } from "../../support/folder-client";
 import { expectBody, expectProblem, type Member, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
@@ -173,6 +174,32 @@ describe("deployments: build/access", () => {
     expect((await expectProblem(await access(t, { projectId: project.id, uploadSessionId: sessionId }), 409)).detail).toMatch(/disabled/);
     // Nothing was queued by any refusal.
     expect(await h.db.select().from(deployments).where(eq(deployments.projectId, project.id))).toEqual([]);
+  });
+
+  it("GET /api/projects/:id/services shows the ensured services with every value masked; none: an empty list; foreign: 404", async () => {
+    const t = await seedTenant(h);
+    const canary = `canary-${crypto.randomUUID()}`;
+    const { project } = await ensured(t, composeFolder(canary));
+    const res = await call(t, `/${project.id}/services`);
+    const text = await res.clone().text();
+    expect(text).not.toContain(canary);
+    const { items } = await expectBody(res, 200, z.object({ items: z.array(ServiceSchema) }));
+    expect(items).toEqual([
+      {
+        name: "web",
+        image: null,
+        build: { context: ".", dockerfile: null },
+        command: null,
+        ports: ["3000:3000"],
+        dependsOn: ["db"],
+        environment: { API_KEY: MASK },
+      },
+      { name: "db", image: "postgres:16", build: null, command: null, ports: [], dependsOn: [], environment: {} },
+    ]);
+    const plain = await ensured(t, NEXT_APP);
+    expect(await expectBody(await call(t, `/${plain.project.id}/services`), 200, z.object({ items: z.array(ServiceSchema) }))).toEqual({ items: [] });
+    const stranger = await seedTenant(h);
+    await expectProblem(await call(stranger, `/${project.id}/services`), 404);
   });
 
   it("a read-only token cannot queue (project:write)", async () => {
