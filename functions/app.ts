@@ -23,6 +23,7 @@ import { notificationsRouter } from "./notifications";
 import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
 import { deploymentsApiRouter } from "./deployments";
+import { logsRouter } from "./logs";
 
 export interface AppDeps {
   /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
@@ -105,6 +106,7 @@ export function createApp(deps: AppDeps) {
     settingsRouter,
     projectsRouter,
     deploymentsApiRouter,
+    logsRouter,
     notificationsRouter,
     gitHooksRouter,
     ...(deps.extraRouters ?? []),

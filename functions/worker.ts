@@ -16,6 +16,10 @@
  * point each provider at another base URL (the public hosts by default; Gitea
  * has none); git traffic goes through the outbound guard (OUTBOUND_ALLOW_PRIVATE).
  *
+ * Logs: the cron trigger also sweeps the log store (LOG_RETENTION_DAYS, default 30;
+ * LOG_RETENTION_LINES per project, default 50,000). A log stream (SSE) keeps its
+ * request's Pool until the stream ends; it polls once a second (shared/http/sse.ts).
+ *
  * Delivery: after an event queues sends, the request drains the outbox in
  * `waitUntil` (its own Pool); the cron trigger (`scheduled`, every minute in
  * wrangler.toml) drains whatever is due, retries included.
@@ -39,6 +43,8 @@ import { sweepExpiredUploads } from "./projects/folder/sweep";
 import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./notifications/delivery/engine";
 import type { Transports } from "./notifications/delivery/send";
 import { describeError } from "../shared/http/error-log";
+import { streamEnded } from "../shared/http/sse";
+import { logRetentionFromEnv, sweepLogs } from "./logs/store";
 
 const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
@@ -59,6 +65,8 @@ const Bindings = z.object({
   GIT_GITLAB_URL: z.string().optional(),
   GIT_BITBUCKET_URL: z.string().optional(),
   GIT_GITEA_URL: z.string().optional(),
+  LOG_RETENTION_DAYS: z.string().optional(),
+  LOG_RETENTION_LINES: z.string().optional(),
 });
 type Env = z.infer<typeof Bindings>;
 
@@ -135,6 +143,18 @@ async function sweepUploads(env: Env): Promise<void> {
   }
 }
 
+/** Applies the log retention (cron), on a Pool of its own. */
+async function sweepLogStore(env: Env): Promise<void> {
+  const retention = logRetentionFromEnv(env);
+  const { db, close } = openNeon(env.DATABASE_URL);
+  try {
+    const { byAge, byCount } = await sweepLogs(db, retention, new Date());
+    if (byAge + byCount > 0) jsonLogger().info("log sweep: removed lines", { byAge, byCount });
+  } finally {
+    await close();
+  }
+}
+
 function transportsFor(env: Env, overrides: WorkerOverrides): Transports {
   return {
     outbound: overrides.outbound ?? createFetchOutbound({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === "true" }),
@@ -181,19 +201,21 @@ export function createWorker(overrides: WorkerOverrides = {}) {
       outbound: transports.outbound,
       mailer: transports.mailer,
       wakeDeliveries: () => c.executionCtx.waitUntil(drainOutbox(env, overrides, REQUEST_DRAIN_BUDGET_MS).catch(logDrainError)),
-      release: async () => c.executionCtx.waitUntil(close()),
+      // An event stream (logs) reads on this Pool until it ends; everything else is done once the response exists.
+      release: async () => c.executionCtx.waitUntil(streamEnded(c).then(close)),
     };
   }
 
   const app = createApp({ services });
   return {
     fetch: app.fetch,
-    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads. */
+    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the log retention. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
       const env = parseBindings(rawEnv);
       await Promise.all([
         drainOutbox(env, overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError),
         sweepUploads(env).catch((e) => jsonLogger().error("upload sweep failed", describeError(e))),
+        sweepLogStore(env).catch((e) => jsonLogger().error("log sweep failed", describeError(e))),
       ]);
     },
   };

@@ -4,9 +4,9 @@
  * row in the same transaction (see shared/db/schema/logs.ts for why that keeps
  * streams gap-free). Lines over MAX_LINE_CHARS are cut with a marker.
  */
-import { sql } from "drizzle-orm";
-import { type LOG_KINDS, type LOG_STREAMS, logLines, logSequences } from "../../shared/db/schema";
-import type { Db } from "../../shared/db/types";
+import { and, asc, desc, eq, gt, gte, inArray, lt, lte, min, type SQL, sql } from "drizzle-orm";
+import { deployments, type LOG_KINDS, type LOG_STREAMS, logLines, logSequences } from "../../shared/db/schema";
+import type { Db, Executor } from "../../shared/db/types";
 
 export type LogKind = (typeof LOG_KINDS)[number];
 export type LogStream = (typeof LOG_STREAMS)[number];
@@ -73,4 +73,182 @@ export async function appendLogLines(db: Db, lines: NewLogLine[]): Promise<numbe
     }
   });
   return lines.length;
+}
+
+export type LogLineRow = Pick<typeof logLines.$inferSelect, "seq" | "at" | "deploymentId" | "stream" | "message">;
+
+const lineColumns = { seq: logLines.seq, at: logLines.at, deploymentId: logLines.deploymentId, stream: logLines.stream, message: logLines.message };
+
+/** Build lines of one deployment after `afterSeq`, oldest first (the caller checked the deployment is the organization's). */
+export async function readBuildLines(ex: Executor, orgId: string, deploymentId: string, afterSeq: number, limit: number): Promise<LogLineRow[]> {
+  return ex
+    .select(lineColumns)
+    .from(logLines)
+    .where(and(eq(logLines.deploymentId, deploymentId), eq(logLines.kind, "build"), gt(logLines.seq, afterSeq), eq(logLines.orgId, orgId)))
+    .orderBy(asc(logLines.seq))
+    .limit(limit);
+}
+
+/** Filters of the runtime-log reads; every one narrows. */
+export interface RuntimeFilter {
+  deploymentId?: string;
+  environmentId?: string;
+  /** Inclusive. */
+  since?: Date;
+  /** Exclusive. */
+  until?: Date;
+  stream?: LogStream;
+  /** Case-insensitive substring: Postgres's position() over lower(), linear in the line's length. */
+  q?: string;
+}
+
+function runtimeWhere(ex: Executor, orgId: string, projectId: string, f: RuntimeFilter): SQL[] {
+  const where: SQL[] = [eq(logLines.projectId, projectId), eq(logLines.kind, "runtime"), eq(logLines.orgId, orgId)];
+  if (f.deploymentId !== undefined) where.push(eq(logLines.deploymentId, f.deploymentId));
+  if (f.environmentId !== undefined) {
+    where.push(inArray(logLines.deploymentId, ex.select({ id: deployments.id }).from(deployments).where(eq(deployments.environmentId, f.environmentId))));
+  }
+  if (f.since !== undefined) where.push(gte(logLines.at, f.since));
+  if (f.until !== undefined) where.push(lt(logLines.at, f.until));
+  if (f.stream !== undefined) where.push(eq(logLines.stream, f.stream));
+  if (f.q !== undefined && f.q !== "") where.push(sql`position(lower(${f.q}) in lower(${logLines.message})) > 0`);
+  return where;
+}
+
+/**
+ * A page of runtime lines ending before `beforeSeq` (none: the newest), the newest
+ * `limit` that match, returned oldest first; `more` tells whether older ones match.
+ */
+export async function listRuntimeLines(
+  ex: Executor,
+  orgId: string,
+  projectId: string,
+  f: RuntimeFilter,
+  beforeSeq: number | undefined,
+  limit: number,
+): Promise<{ rows: LogLineRow[]; more: boolean }> {
+  const where = runtimeWhere(ex, orgId, projectId, f);
+  if (beforeSeq !== undefined) where.push(lt(logLines.seq, beforeSeq));
+  const rows = await ex
+    .select(lineColumns)
+    .from(logLines)
+    .where(and(...where))
+    .orderBy(desc(logLines.seq))
+    .limit(limit + 1);
+  const more = rows.length > limit;
+  return { rows: rows.slice(0, limit).reverse(), more };
+}
+
+/** Runtime lines with `afterSeq < seq <= uptoSeq` that match, oldest first (the stream's read). */
+export async function readRuntimeLines(
+  ex: Executor,
+  orgId: string,
+  projectId: string,
+  f: RuntimeFilter,
+  afterSeq: number,
+  uptoSeq: number,
+  limit: number,
+): Promise<LogLineRow[]> {
+  return ex
+    .select(lineColumns)
+    .from(logLines)
+    .where(and(...runtimeWhere(ex, orgId, projectId, f), gt(logLines.seq, afterSeq), lte(logLines.seq, uptoSeq)))
+    .orderBy(asc(logLines.seq))
+    .limit(limit);
+}
+
+/**
+ * The project's last committed sequence number (0: none yet). Every line up to it
+ * is committed or was rolled back with its counter: writers commit in sequence
+ * order (the counter row stays locked until commit), so a reader may move its
+ * cursor here even when no line up to it matched its filters.
+ */
+export async function committedLastSeq(ex: Executor, projectId: string): Promise<number> {
+  const [row] = await ex.select({ last: logSequences.last }).from(logSequences).where(eq(logSequences.projectId, projectId));
+  return row?.last ?? 0;
+}
+
+/** How long and how many lines the store keeps per project. */
+export interface LogRetention {
+  maxAgeDays: number;
+  maxLinesPerProject: number;
+}
+
+/** 30 days and 50,000 lines per project (LOG_RETENTION_DAYS, LOG_RETENTION_LINES). */
+export const DEFAULT_LOG_RETENTION: LogRetention = { maxAgeDays: 30, maxLinesPerProject: 50_000 };
+
+function boundedInt(env: Record<string, unknown>, name: string, fallback: number, lo: number, hi: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < lo || n > hi) throw new Error(`Invalid configuration ${name}: an integer in [${lo}, ${hi}], got '${String(raw)}'`);
+  return n;
+}
+
+/** The retention from LOG_RETENTION_DAYS (1-3650) and LOG_RETENTION_LINES (100-10,000,000); unset: the defaults. */
+export function logRetentionFromEnv(env: Record<string, unknown>): LogRetention {
+  return {
+    maxAgeDays: boundedInt(env, "LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION.maxAgeDays, 1, 3650),
+    maxLinesPerProject: boundedInt(env, "LOG_RETENTION_LINES", DEFAULT_LOG_RETENTION.maxLinesPerProject, 100, 10_000_000),
+  };
+}
+
+/** Rows one DELETE removes: sweeps never hold long transactions or huge lock sets. */
+const SWEEP_BATCH = 5000;
+
+/**
+ * Removes lines older than `maxAgeDays` and, per project, all but the newest
+ * `maxLinesPerProject` (by sequence: the numbers are dense, so that is every line
+ * at or below the counter minus the limit). Deletes in batches of SWEEP_BATCH.
+ * `projectIds` limits the sweep to those projects (tests on a shared database).
+ */
+export async function sweepLogs(db: Db, retention: LogRetention, now: Date, opts: { projectIds?: string[] } = {}): Promise<{ byAge: number; byCount: number }> {
+  const only = opts.projectIds;
+  if (only !== undefined && only.length === 0) return { byAge: 0, byCount: 0 };
+  const cutoff = new Date(now.getTime() - retention.maxAgeDays * 86_400_000);
+  let byAge = 0;
+  for (;;) {
+    const old = db
+      .select({ projectId: logLines.projectId, seq: logLines.seq })
+      .from(logLines)
+      .where(and(lt(logLines.at, cutoff), only ? inArray(logLines.projectId, only) : undefined))
+      .limit(SWEEP_BATCH);
+    const gone = await db.delete(logLines).where(sql`(${logLines.projectId}, ${logLines.seq}) in (${old})`).returning({ seq: logLines.seq });
+    byAge += gone.length;
+    if (gone.length < SWEEP_BATCH) break;
+  }
+  let byCount = 0;
+  const over = await db
+    .select()
+    .from(logSequences)
+    .where(and(gt(logSequences.last, retention.maxLinesPerProject), only ? inArray(logSequences.projectId, only) : undefined));
+  for (const { projectId, last } of over) {
+    const keepFrom = last - retention.maxLinesPerProject + 1;
+    const [first] = await db
+      .select({ seq: min(logLines.seq) })
+      .from(logLines)
+      .where(eq(logLines.projectId, projectId));
+    // Sequence ranges of SWEEP_BATCH: each DELETE is a primary-key range scan.
+    for (let lo = first?.seq ?? keepFrom; lo < keepFrom; lo += SWEEP_BATCH) {
+      const gone = await db
+        .delete(logLines)
+        .where(and(eq(logLines.projectId, projectId), gte(logLines.seq, lo), lt(logLines.seq, Math.min(lo + SWEEP_BATCH, keepFrom))))
+        .returning({ seq: logLines.seq });
+      byCount += gone.length;
+    }
+  }
+  return { byAge, byCount };
+}
+
+/** A deployment's project, status and failure reason (the streams' end check), or undefined when it is not the organization's. */
+export async function deploymentState(
+  ex: Executor,
+  orgId: string,
+  id: string,
+): Promise<{ projectId: string; status: (typeof deployments.$inferSelect)["status"]; failureReason: string | null } | undefined> {
+  const [row] = await ex
+    .select({ projectId: deployments.projectId, status: deployments.status, failureReason: deployments.failureReason })
+    .from(deployments)
+    .where(and(eq(deployments.id, id), eq(deployments.orgId, orgId)));
+  return row;
 }

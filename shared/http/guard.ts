@@ -24,6 +24,10 @@ const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
 const SESSION_ROUTES = new Map<string, "project" | "deployment">([
   ["GET /api/projects/:id/deployments", "project"],
   ["GET /api/deployments/:id", "deployment"],
+  ["GET /api/deployments/:id/logs", "deployment"],
+  ["GET /api/deployments/:id/logs/stream", "deployment"],
+  ["GET /api/projects/:id/logs", "project"],
+  ["GET /api/projects/:id/logs/stream", "project"],
 ]);
 
 /** Whether `:id` names what a session of `projectId` may read on a route of that kind. */

@@ -28,6 +28,7 @@ const VALID_SAMPLES: Record<string, string[]> = {
   "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$": ["preview", "pr-12", "a"],
   "^[A-Za-z_][A-Za-z0-9_]*$": ["DATABASE_URL", "_x", "a1"],
   "^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$": ["web", "api-1", "db.primary"],
+  "^[0-9]{1,15}$": ["0", "42", "123456789012345"],
   "^\\/[\\x21-\\x7e]*$": ["/", "/api", "/static/*.js", "/admin/**"],
 };
 

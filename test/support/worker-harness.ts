@@ -19,6 +19,7 @@ export type WorkerHarness = Harness & {
   scheduled(): Promise<void>;
   sweepUploads(): Promise<void>;
   uploadStore: UploadStorage;
+  requestStream(path: string, init?: Parameters<Harness["request"]>[1]): Promise<Response>;
 };
 
 /** `overrides` replace the Worker's notification transports and retry timing (the notifications suites). */
@@ -68,6 +69,13 @@ export async function openWorkerHarness(overrides?: WorkerOverrides): Promise<Wo
       const body = await res.arrayBuffer();
       await waitOnExecutionContext(ctx);
       return new Response(res.status === 204 || res.status === 304 ? null : body, res);
+    },
+    /** The response as it streams (Server-Sent Events): the body is not read first; the request ends with it. */
+    requestStream: async (path, init) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(buildRequest(path, init), bindings as never, ctx);
+      void waitOnExecutionContext(ctx);
+      return res;
     },
     scheduled,
     /** The cloud's upload sweep runs in the cron handler. */

@@ -1,0 +1,139 @@
+/**
+ * Runtime logs of a project (its apps' stdout and stderr, and the runner's
+ * `system` lines about them): a filtered page, newest last, and an SSE stream.
+ * Both accept the project's deployment-session token (shared/http/guard.ts).
+ */
+import { z } from "@hono/zod-openapi";
+import { EnvironmentName, ProjectIdParam } from "../projects/schema";
+import { findEnvironment } from "../projects/environments-store";
+import { findProject } from "../projects/store";
+import { LOG_STREAMS } from "../../shared/db/schema";
+import type { AppContext } from "../../shared/http/context";
+import { badRequest } from "../../shared/http/errors";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { lastEventIdOf, sseResponse } from "../../shared/http/sse";
+import { DEFAULT_LOG_LIMIT, LastEventIdQuery, LogCursor, LogLimit, MAX_LOG_LIMIT, MAX_QUERY_CHARS, SSE_200, SSE_DESCRIPTION, STREAM_BATCH } from "./query";
+import { LogPageSchema, logLineView } from "./schema";
+import { committedLastSeq, deploymentState, listRuntimeLines, readRuntimeLines, type RuntimeFilter } from "./store";
+
+const TAGS = ["Logs"];
+
+const Filters = {
+  deploymentId: z.string().min(1).max(64).optional().openapi({ description: "Only lines of this deployment (one of the project's; else 400)" }),
+  environment: EnvironmentName.optional().openapi({ description: "Only lines of the deployments of this environment (one of the project's; else 400)" }),
+  stream: z.enum(LOG_STREAMS).optional().openapi({ description: "Only `stdout`, `stderr` or the runner's `system` lines" }),
+  q: z
+    .string()
+    .min(1)
+    .max(MAX_QUERY_CHARS)
+    .optional()
+    .openapi({ description: `Only lines containing this text, case-insensitive (a plain substring, not a pattern; at most ${MAX_QUERY_CHARS} characters)` }),
+  since: z.iso.datetime({ offset: true }).optional().openapi({ description: "Only lines written at or after this time (ISO 8601)" }),
+};
+
+const RETENTION =
+  "Lines are kept 30 days and at most 50,000 per project (build lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).";
+const LINE =
+  "Each line: `{id, timestamp, deploymentId, stream, message}`; `id` is the line's sequence number in the project. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.";
+const ERRORS =
+  "404 for a project that is not the caller organization's; 400 naming the field for a malformed value, an unknown `environment` or a `deploymentId` that is not the project's. Accepts the project's deployment-session token (`wsd_…`).";
+
+const page = defineRoute({
+  method: "get",
+  path: "/projects/{id}/logs",
+  tags: TAGS,
+  summary: "Runtime logs of a project, newest last",
+  description: [
+    `Without \`cursor\`, the newest \`limit\` (1-${MAX_LOG_LIMIT}, default ${DEFAULT_LOG_LIMIT}) lines that match, oldest first (newest last); \`nextCursor\` pages back to the \`limit\` older matching lines before them (again oldest first) and is null when there are none.`,
+    "Filters: `deploymentId`, `environment` (name), `stream`, `since` (inclusive) and `until` (exclusive) as ISO 8601 times, `q` (case-insensitive substring).",
+    LINE,
+    RETENTION,
+    ERRORS,
+  ].join(" "),
+  permission: "project:read",
+  request: {
+    params: ProjectIdParam,
+    query: z.strictObject({
+      ...Filters,
+      until: z.iso.datetime({ offset: true }).optional().openapi({ description: "Only lines written before this time (ISO 8601)" }),
+      limit: LogLimit,
+      cursor: LogCursor.openapi({ description: "`nextCursor` of the previous page: the lines before it" }),
+    }),
+  },
+  responses: { 200: jsonResponse(LogPageSchema, "The matching lines, newest last") },
+});
+
+const stream = defineRoute({
+  method: "get",
+  path: "/projects/{id}/logs/stream",
+  tags: TAGS,
+  summary: "Follow a project's runtime logs (Server-Sent Events)",
+  description: [
+    "Runtime lines as `text/event-stream`, each one event: `id: <seq>`, `event: log`, `data: <LogLine JSON>`, in sequence order.",
+    "Starts after `Last-Event-ID` when sent; else at the first line at or after `since` when given; else with the lines written from now on. `since` also keeps filtering; `deploymentId`, `environment`, `stream` and `q` filter as in the page route.",
+    SSE_DESCRIPTION,
+    RETENTION,
+    ERRORS,
+  ].join(" "),
+  permission: "project:read",
+  request: { params: ProjectIdParam, query: LastEventIdQuery.extend(Filters) },
+  responses: { 200: SSE_200 },
+});
+
+/** The project (the one 404) and its filter, checked against it: 400 naming `environment` or `deploymentId`. */
+async function scoped(
+  c: AppContext,
+  q: { deploymentId?: string; environment?: string; stream?: RuntimeFilter["stream"]; q?: string; since?: string; until?: string },
+) {
+  const { orgId } = callerOf(c);
+  const db = c.get("db");
+  const project = await findProject(db, orgId, c.req.param("id") ?? "");
+  const filter: RuntimeFilter = { stream: q.stream, q: q.q };
+  if (q.since !== undefined) filter.since = new Date(q.since);
+  if (q.until !== undefined) filter.until = new Date(q.until);
+  if (filter.since && filter.until && filter.until <= filter.since) throw badRequest("until", "until must be later than since");
+  if (q.environment !== undefined) {
+    const env = await findEnvironment(db, project.id, q.environment);
+    if (!env) throw badRequest("environment", `The project has no environment named ${q.environment}`);
+    filter.environmentId = env.id;
+  }
+  if (q.deploymentId !== undefined) {
+    const d = await deploymentState(db, orgId, q.deploymentId);
+    if (d?.projectId !== project.id) throw badRequest("deploymentId", "The project has no such deployment");
+    filter.deploymentId = q.deploymentId;
+  }
+  return { orgId, projectId: project.id, filter };
+}
+
+export const runtimeLogsRouter = createRouter()
+  .openapi(page, async (c) => {
+    const query = c.req.valid("query");
+    const { orgId, projectId, filter } = await scoped(c, query);
+    const before = query.cursor === undefined ? undefined : Number(query.cursor);
+    const { rows, more } = await listRuntimeLines(c.get("db"), orgId, projectId, filter, before, query.limit);
+    const items = rows.map(logLineView);
+    return c.json({ items, nextCursor: more ? items[0]!.id : null }, 200);
+  })
+  .openapi(stream, async (c) => {
+    const query = c.req.valid("query");
+    const { orgId, projectId, filter } = await scoped(c, query);
+    const db = c.get("db");
+    const resume = lastEventIdOf(c);
+    let after = resume ?? (filter.since !== undefined ? 0 : await committedLastSeq(db, projectId));
+    return sseResponse(c, {
+      feedKey: projectId,
+      next: async () => {
+        // Every line up to the committed counter is visible: the cursor moves there even past lines the filters skip.
+        const upto = await committedLastSeq(db, projectId);
+        const rows = await readRuntimeLines(db, orgId, projectId, filter, after, upto, STREAM_BATCH);
+        const events = rows.map((r) => ({ id: String(r.seq), event: "log", data: JSON.stringify(logLineView(r)) }));
+        if (rows.length === STREAM_BATCH) {
+          after = rows[rows.length - 1]!.seq;
+          return { events, more: true };
+        }
+        after = Math.max(after, upto);
+        return { events };
+      },
+    });
+  });

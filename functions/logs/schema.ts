@@ -1,0 +1,33 @@
+/** The wire form of one log line, shared by the page and stream routes of build and runtime logs. */
+import { z } from "@hono/zod-openapi";
+import { LOG_STREAMS } from "../../shared/db/schema";
+import type { LogLineRow } from "./store";
+
+export const LogLineSchema = z
+  .object({
+    id: z.string().openapi({
+      description: "The line's sequence number in its project, as a decimal string: increasing, the SSE `id:` and the value to resume after",
+      example: "1024",
+    }),
+    timestamp: z.string().openapi({ description: "When the line was written (ISO 8601)" }),
+    deploymentId: z.string().nullable().openapi({ description: "The deployment that wrote it (null: not tied to one)" }),
+    stream: z.enum(LOG_STREAMS).openapi({ description: "`stdout` / `stderr` of the build or app; `system`: the runner's own lines (steps, exits, restarts)" }),
+    message: z.string().openapi({
+      description: "The line as sent (ANSI escapes kept), without its newline; a line over 16 KiB is cut there and ends with ` … [line truncated]`",
+    }),
+  })
+  .openapi("LogLine");
+
+export type LogLine = z.infer<typeof LogLineSchema>;
+
+export function logLineView(row: LogLineRow): LogLine {
+  return { id: String(row.seq), timestamp: row.at.toISOString(), deploymentId: row.deploymentId, stream: row.stream, message: row.message };
+}
+
+/** A page of lines and the cursor of the next one (null: no more). */
+export const LogPageSchema = z
+  .object({
+    items: z.array(LogLineSchema),
+    nextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null when there is none" }),
+  })
+  .openapi("LogLinePage");
