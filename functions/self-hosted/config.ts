@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
+import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
@@ -97,6 +98,8 @@ export type NodeConfig = {
   /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
   gitHosts: GitHosts;
   runner: RunnerSettings;
+  /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
+  logRetention: LogRetention;
 };
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -125,8 +128,11 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
     id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
   };
+  // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
+  const logRetention = logRetentionFromEnv(env);
   return {
     runner,
+    logRetention,
     port: e.PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,

@@ -15,7 +15,7 @@ import { type FixtureEntry, gzip, tar } from "../../support/tar-fixtures";
 
 const { tempDir } = useCleanups("ws-unpack-");
 
-const stream = (bytes: Uint8Array) => new Blob([bytes]).stream();
+const stream = (bytes: Uint8Array) => new Blob([bytes as Uint8Array<ArrayBuffer>]).stream();
 
 async function unpack(entries: FixtureEntry[], root = "") {
   const base = tempDir();
