@@ -31,6 +31,9 @@ export function capLine(message: string): string {
   return message.length > MAX_LINE_CHARS ? message.slice(0, MAX_LINE_CHARS) + TRUNCATED_MARKER : message;
 }
 
+/** Lines per INSERT statement. */
+const APPEND_CHUNK = 2000;
+
 /**
  * Appends lines (any mix of projects) and returns how many were written. One
  * transaction per call: callers batch (the runner flushes every few milliseconds).
@@ -54,21 +57,21 @@ export async function appendLogLines(db: Db, lines: NewLogLine[]): Promise<numbe
         .onConflictDoUpdate({ target: logSequences.projectId, set: { last: sql`${logSequences.last} + ${batch.length}` } })
         .returning({ last: logSequences.last });
       const first = counter!.last - batch.length + 1;
-      // Chunks keep each statement's parameter count well under Postgres's 65,535.
-      for (let i = 0; i < batch.length; i += 1000) {
-        await tx.insert(logLines).values(
-          batch.slice(i, i + 1000).map((l, j) => ({
-            projectId,
-            seq: first + i + j,
-            orgId: l.orgId,
-            deploymentId: l.deploymentId,
-            kind: l.kind,
-            stream: l.stream,
-            at: l.at,
-            message: capLine(l.message),
-            fields: l.fields ?? null,
-          })),
-        );
+      // One INSERT … SELECT FROM unnest(arrays) per chunk: nine parameters whatever the chunk's size, so the
+      // statement costs little to build and parse (several times a multi-row VALUES list of the same lines).
+      for (let i = 0; i < batch.length; i += APPEND_CHUNK) {
+        const chunk = batch.slice(i, i + APPEND_CHUNK);
+        await tx.execute(sql`insert into log_lines (project_id, seq, org_id, deployment_id, kind, stream, at, message, fields)
+          select ${projectId}, ${first + i - 1} + t.ord, t.org_id, t.deployment_id, t.kind, t.stream, t.at, t.message, t.fields
+          from unnest(
+            ${sql.param(chunk.map((l) => l.orgId))}::text[],
+            ${sql.param(chunk.map((l) => l.deploymentId))}::text[],
+            ${sql.param(chunk.map((l) => l.kind))}::text[],
+            ${sql.param(chunk.map((l) => l.stream))}::text[],
+            ${sql.param(chunk.map((l) => l.at.toISOString()))}::timestamptz[],
+            ${sql.param(chunk.map((l) => capLine(l.message)))}::text[],
+            ${sql.param(chunk.map((l) => (l.fields ? JSON.stringify(l.fields) : null)))}::jsonb[]
+          ) with ordinality as t(org_id, deployment_id, kind, stream, at, message, fields, ord)`);
       }
     }
   });
