@@ -25,7 +25,7 @@ export type AppSpec = {
   orgId: string;
   projectId: string;
   environmentId: string;
-  /** Address-space limit of each process in MiB (prlimit --as), where the OS allows; undefined: none. */
+  /** Memory limit in MiB of each process group (its total RSS, enforced by the sampling watchdog in processes.ts: rlimits cannot hold Node apps, see there); undefined: none. */
   memoryMb?: number;
 } & (
   | { kind: "processes"; processes: ProcessSpec[] }
