@@ -34,6 +34,9 @@ CREATE TRIGGER projects_edge_notify_update AFTER UPDATE ON projects
 CREATE TRIGGER deployments_edge_notify AFTER DELETE ON deployments
   FOR EACH ROW EXECUTE FUNCTION workspace_edge_notify_project_rows();
 --> statement-breakpoint
+CREATE TRIGGER deployments_edge_notify_insert AFTER INSERT ON deployments
+  FOR EACH ROW WHEN (NEW.current) EXECUTE FUNCTION workspace_edge_notify_project_rows();
+--> statement-breakpoint
 CREATE TRIGGER deployments_edge_notify_update AFTER UPDATE ON deployments
   FOR EACH ROW WHEN (OLD.current IS DISTINCT FROM NEW.current OR OLD.port IS DISTINCT FROM NEW.port OR OLD.served_by IS DISTINCT FROM NEW.served_by OR OLD.crashed_at IS DISTINCT FROM NEW.crashed_at)
   EXECUTE FUNCTION workspace_edge_notify_project_rows();

@@ -29,6 +29,8 @@ export interface Granted {
   granted: number;
   /** When the key's current window ends (the earliest time more can be granted once exhausted). */
   windowEnd: Date;
+  /** Units granted in the current window so far, this take included. */
+  count: number;
 }
 
 /** Takes up to `n` units of each key at `now`; returns what each key granted. Keys must be distinct. */
@@ -49,11 +51,11 @@ export async function takeRateLimits(db: Executor, takes: Take[], now: Date): Pr
       window_end = case when r.window_end <= ${at} then excluded.window_end else r.window_end end,
       granted = case when r.window_end <= ${at} then excluded.granted else least(excluded.granted, greatest(0, ${limitOf} - r.count)) end,
       count = case when r.window_end <= ${at} then excluded.count else r.count + least(excluded.granted, greatest(0, ${limitOf} - r.count)) end
-    returning key, granted, window_end`);
+    returning key, granted, window_end, count`);
   return new Map(
-    rowsOf<{ key: string; granted: number; window_end: string | Date }>(result).map((r) => [
+    rowsOf<{ key: string; granted: number; window_end: string | Date; count: number }>(result).map((r) => [
       r.key,
-      { granted: Number(r.granted), windowEnd: new Date(r.window_end) },
+      { granted: Number(r.granted), windowEnd: new Date(r.window_end), count: Number(r.count) },
     ]),
   );
 }

@@ -23,15 +23,24 @@ import type { AddressInfo, Socket } from "node:net";
 export const LINGER_MS = 5_000;
 export const LINGER_BYTES = 64 * 1024 * 1024;
 
+/** How long close() lets in-flight requests finish before cutting their connections. */
+export const CLOSE_GRACE_MS = 10_000;
+
 export class PortInUseError extends Error {}
 
 type Fetch = (request: Request, env: { incoming: IncomingMessage; outgoing: ServerResponse }) => Response | Promise<Response>;
 
+/** Takes requests (and upgrades) meant for deployed apps before the API sees them (functions/self-hosted/edge). */
+export interface EdgeHandler {
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): boolean;
+}
+
 export interface BoundServer {
   server: Server;
   port: number;
-  /** Starts serving the app; until then requests are answered 503. */
-  serve(fetch: Fetch): void;
+  /** Starts serving the app (and the edge, when given); until then requests are answered 503. */
+  serve(fetch: Fetch, edge?: EdgeHandler): void;
   close(): Promise<void>;
 }
 
@@ -101,7 +110,9 @@ const STARTING = JSON.stringify({
 export async function bindHttpServer(opts: { port: number; host: string; linger?: { ms: number; bytes: number } }): Promise<BoundServer> {
   const limits: Lingering = { ...(opts.linger ?? { ms: LINGER_MS, bytes: LINGER_BYTES }), sockets: new Set() };
   let listener: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
+  let edge: EdgeHandler | undefined;
   const server = createServer((req, res) => {
+    if (edge?.handle(req, res)) return;
     guardEarlyAnswer(req, res, limits);
     if (listener) return void listener(req, res);
     res.writeHead(503, { "content-type": "application/problem+json", "retry-after": "1" }).end(STARTING);
@@ -124,14 +135,21 @@ export async function bindHttpServer(opts: { port: number; host: string; linger?
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    serve(fetch) {
+    serve(fetch, appEdge) {
       listener = getRequestListener(fetch as Parameters<typeof getRequestListener>[0], { hostname: opts.host });
+      edge = appEdge;
+      // The API has no upgrade routes: an upgrade that is not an app's is refused by closing the socket.
+      server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+        if (!edge?.upgrade(req, socket, head)) socket.destroy();
+      });
     },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         for (const socket of limits.sockets) socket.destroy();
+        // In-flight requests finish; a proxied stream that would not (a long download) is cut after the grace period.
+        setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
       }),
   };
 }

@@ -1,0 +1,164 @@
+/**
+ * The self-hosted edge: requests whose Host is a project's free route
+ * (`<slug>.<SHARED_DOMAIN>`), a preview's (`<slug>--<environment>.<SHARED_DOMAIN>`)
+ * or a connected domain go to that environment's current deployment; every
+ * other request is the API's. It sits in front of the API on the same listener
+ * (one port, one `npm start`).
+ *
+ * Order per request: disabled project → 503; route rules (ban, allow-deny,
+ * rate limit) → 403/429; nothing deployed → 404; proxy → the app's answer, or
+ * 502 when it does not answer. Each request becomes a `request` log line (query
+ * strings and headers are never stored: they carry secrets).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { Db } from "../../../shared/db/types";
+import type { Logger } from "../../../shared/http/logger";
+import type { Cidr } from "../../../shared/net/cidr";
+import type { LogWriter } from "../../logs/writer";
+import { clientAddress, isTrustedPeer } from "./client-address";
+import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
+import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
+import type { RouteTable } from "./route-table";
+import { evaluateRules, type Refusal } from "./rules";
+import type { EdgeTarget } from "./store";
+
+/** Paths are logged up to this many characters. */
+const MAX_LOGGED_PATH = 2048;
+
+export interface Edge {
+  /** Takes the request when its Host is an app's; false: the API answers it. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Takes an upgrade (WebSocket) when its Host is an app's; false: not ours (the socket is left to the caller). */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): boolean;
+}
+
+export interface EdgeDeps {
+  db: Db;
+  table: RouteTable;
+  logs: LogWriter;
+  logger: Logger;
+  trustedProxies: Cidr[];
+  clock?: () => Date;
+}
+
+/** The path without its query string (never logged or matched). */
+const pathOf = (url: string | undefined) => {
+  const raw = url ?? "/";
+  const q = raw.indexOf("?");
+  return q < 0 ? raw : raw.slice(0, q);
+};
+
+export function createEdge(deps: EdgeDeps): Edge {
+  const clock = deps.clock ?? (() => new Date());
+
+  /** What stops the request before the app: a refusal, or the reason the edge answers itself. */
+  async function gate(req: IncomingMessage, target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>) {
+    if (target.disabled) return { reason: "disabled" as EdgeReason, ruleId: null, headers: {} };
+    const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path, clock());
+    if (refusal) return refusal;
+    if (!target.deployment) return { reason: "not_deployed" as EdgeReason, ruleId: null, headers: {} };
+    return null;
+  }
+
+  function record(
+    req: IncomingMessage,
+    target: EdgeTarget,
+    path: string,
+    client: string,
+    started: number,
+    status: number,
+    bytes: number,
+    ruleId: string | null,
+  ) {
+    const durationMs = Math.round(performance.now() - started);
+    const shownPath = path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) : path;
+    deps.logs.write({
+      orgId: target.orgId,
+      projectId: target.projectId,
+      deploymentId: target.deployment?.id ?? null,
+      kind: "request",
+      stream: "system",
+      at: clock(),
+      message: `${req.method} ${shownPath} ${status} ${durationMs}ms`,
+      fields: {
+        method: req.method,
+        host: req.headers.host ?? null,
+        path: shownPath,
+        status,
+        durationMs,
+        bytes,
+        clientAddress: client,
+        environment: target.environment,
+        rule: ruleId,
+      },
+    });
+  }
+
+  function forwarding(req: IncomingMessage, client: string): Forwarding {
+    // A trusted proxy's chain continues; anyone else's X-Forwarded-For is dropped.
+    const trustedPeer = isTrustedPeer(req.socket.remoteAddress, deps.trustedProxies);
+    const xff = req.headers["x-forwarded-for"];
+    const proto = req.headers["x-forwarded-proto"];
+    return {
+      clientAddress: client,
+      forwardedFor: trustedPeer && typeof xff === "string" ? xff : undefined,
+      proto: trustedPeer && proto === "https" ? "https" : "http",
+    };
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse, target: EdgeTarget) {
+    const started = performance.now();
+    const path = pathOf(req.url);
+    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    try {
+      const stop = await gate(req, target, path, client);
+      if (stop) {
+        req.resume();
+        const bytes = sendPage(res, stop.reason, stop.headers);
+        record(req, target, path, client.text, started, statusOf(stop.reason), bytes, stop.ruleId);
+        return;
+      }
+      const result = await proxyHttp(req, res, target.deployment!.port, forwarding(req, client.text));
+      record(req, target, path, client.text, started, result.status, result.bytes, null);
+    } catch (error) {
+      deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
+      const bytes = sendPage(res, "bad_gateway");
+      record(req, target, path, client.text, started, 502, bytes, null);
+    }
+  }
+
+  async function serveUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, target: EdgeTarget) {
+    const started = performance.now();
+    const path = pathOf(req.url);
+    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    try {
+      const stop = await gate(req, target, path, client);
+      if (stop) {
+        sendPageOnSocket(socket, stop.reason, stop.headers);
+        record(req, target, path, client.text, started, statusOf(stop.reason), 0, stop.ruleId);
+        return;
+      }
+      proxyUpgrade(req, socket, head, target.deployment!.port, forwarding(req, client.text));
+      record(req, target, path, client.text, started, 101, 0, null);
+    } catch (error) {
+      deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });
+      sendPageOnSocket(socket, "bad_gateway");
+    }
+  }
+
+  return {
+    handle(req, res) {
+      const target = deps.table.lookup(req.headers.host);
+      if (!target) return false;
+      void serve(req, res, target);
+      return true;
+    },
+    upgrade(req, socket, head) {
+      const target = deps.table.lookup(req.headers.host);
+      if (!target) return false;
+      void serveUpgrade(req, socket, head, target);
+      return true;
+    },
+  };
+}

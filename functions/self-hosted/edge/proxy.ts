@@ -1,0 +1,159 @@
+/**
+ * Proxies one request to an app on loopback, streaming both ways (pipe with
+ * backpressure: a 1 GB download or a slow upload passes in constant memory).
+ * Hop-by-hop headers (RFC 9110 §7.6.1: Connection and every header it names,
+ * Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade) are not
+ * forwarded in either direction; `X-Forwarded-For/-Proto/-Host` are set; the
+ * Host header is passed as the client sent it. A client that goes away destroys
+ * the upstream request, so the app sees the disconnect.
+ */
+import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
+import { connect, type Socket } from "node:net";
+import { sendPage, sendPageOnSocket } from "./pages";
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+const FORWARDED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"]);
+/** An app that accepted the connection but sends no response head within this is answered 502. */
+export const UPSTREAM_HEADERS_TIMEOUT_MS = 60_000;
+/** After one side of an upgraded connection ends, how long the other may still send before both close. */
+const UPGRADE_END_GRACE_MS = 1_000;
+
+export interface Forwarding {
+  /** The client address as the edge decided it (see client-address.ts). */
+  clientAddress: string;
+  /** X-Forwarded-For as received, kept only when the peer is a trusted proxy (its chain continues). */
+  forwardedFor?: string;
+  proto: "http" | "https";
+}
+
+/** Tokens of the Connection header(s): the extra hop-by-hop names. */
+function connectionTokens(raw: string[]): Set<string> {
+  const tokens = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() !== "connection") continue;
+    for (const t of raw[i + 1]!.split(",")) tokens.add(t.trim().toLowerCase());
+  }
+  return tokens;
+}
+
+/** Raw header pairs without hop-by-hop ones (and without forwarding headers, which are rewritten). `keep` names hop-by-hop headers to keep (an upgrade's). */
+function endToEnd(raw: string[], keep: ReadonlySet<string> = new Set()): string[] {
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (!keep.has(name) && (HOP_BY_HOP.has(name) || named.has(name))) continue;
+    if (FORWARDED.has(name)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}
+
+function withForwarding(headers: string[], req: IncomingMessage, f: Forwarding): string[] {
+  const chain = f.forwardedFor ? `${f.forwardedFor}, ${f.clientAddress}` : f.clientAddress;
+  const out = [...headers, "X-Forwarded-For", chain, "X-Forwarded-Proto", f.proto];
+  if (req.headers.host) out.push("X-Forwarded-Host", req.headers.host);
+  return out;
+}
+
+export interface ProxyResult {
+  status: number;
+  bytes: number;
+  /** The edge answered 502 itself (the app did not answer). */
+  badGateway: boolean;
+}
+
+export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, f: Forwarding): Promise<ProxyResult> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let settled = false;
+    const done = (r: ProxyResult) => {
+      if (settled) return;
+      settled = true;
+      resolve(r);
+    };
+    const upstream = httpRequest({
+      host: "127.0.0.1",
+      port,
+      method: req.method,
+      path: req.url,
+      headers: withForwarding(endToEnd(req.rawHeaders), req, f) as unknown as Record<string, string>,
+      timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
+    });
+    const fail = () => {
+      upstream.destroy();
+      if (!res.headersSent) done({ status: 502, bytes: sendPage(res, "bad_gateway"), badGateway: true });
+      else {
+        res.destroy();
+        done({ status: res.statusCode, bytes, badGateway: false });
+      }
+    };
+    upstream.on("error", fail);
+    upstream.on("timeout", fail);
+    upstream.on("response", (answer) => {
+      // Streaming may take as long as it takes: the timeout guarded the wait for the head only.
+      upstream.setTimeout(0);
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
+      answer.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+      });
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+      res.on("finish", () => done({ status: answer.statusCode ?? 502, bytes, badGateway: false }));
+    });
+    // The client went away (or the answer is complete): release the upstream side.
+    res.on("close", () => {
+      if (!res.writableFinished) {
+        upstream.destroy();
+        done({ status: 499, bytes, badGateway: false });
+      }
+    });
+    req.pipe(upstream);
+  });
+}
+
+/**
+ * A WebSocket (or any HTTP/1.1 upgrade): the request head is re-sent to the app
+ * over a new TCP connection with Upgrade/Connection kept, then both sockets are
+ * piped until either side closes.
+ */
+export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, f: Forwarding): void {
+  const upstream = connect(port, "127.0.0.1");
+  let connected = false;
+  upstream.once("connect", () => {
+    connected = true;
+    const headers = withForwarding(endToEnd(req.rawHeaders, new Set(["upgrade", "connection"])), req, f);
+    let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
+    for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    upstream.write(`${text}\r\n`);
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.on("error", () => {
+    if (!connected) sendPageOnSocket(socket, "bad_gateway");
+    else socket.destroy();
+  });
+  socket.on("error", () => upstream.destroy());
+  socket.on("close", () => upstream.destroy());
+  upstream.on("close", () => socket.destroy());
+  // Either side ending ends the tunnel: the other side is ended (pipe does that) and both are
+  // destroyed shortly after, since the server's sockets are half-open and would otherwise linger.
+  const finish = () =>
+    setTimeout(() => {
+      socket.destroy();
+      upstream.destroy();
+    }, UPGRADE_END_GRACE_MS).unref();
+  socket.once("end", finish);
+  upstream.once("end", finish);
+}

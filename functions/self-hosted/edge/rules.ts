@@ -1,0 +1,77 @@
+/**
+ * Route rules as the edge applies them, in the documented order: enabled rules
+ * whose path matches; bans first, then allow-deny, then rate limits; the first
+ * that refuses decides. Rate limits count in the shared `rate_limits` table
+ * (one atomic upsert per request with a matching rule), so every adapter
+ * process on one Postgres shares one count per rule and client address.
+ */
+import type { Db } from "../../../shared/db/types";
+import { type Address, type Cidr, cidrContains, parseCidr } from "../../../shared/net/cidr";
+import { retryAfterSeconds, takeRateLimits } from "../../notifications/rate-limit";
+import { pathMatches } from "../../route-rules/path-match";
+import type { EdgeReason } from "./pages";
+import type { EdgeRule } from "./store";
+
+export interface Refusal {
+  reason: EdgeReason;
+  ruleId: string;
+  headers: Record<string, string>;
+}
+
+/** Parsed blocks per rule object (rules are replaced, never mutated, when the table reloads). */
+const parsed = new WeakMap<EdgeRule, Cidr[]>();
+function blocksOf(rule: EdgeRule): Cidr[] {
+  let blocks = parsed.get(rule);
+  if (!blocks) {
+    const config = rule.config as { cidr?: string; cidrs?: string[] };
+    const texts = config.cidrs ?? (config.cidr ? [config.cidr] : []);
+    blocks = texts.map(parseCidr).filter((c): c is Cidr => c !== null);
+    parsed.set(rule, blocks);
+  }
+  return blocks;
+}
+
+const inAny = (rule: EdgeRule, client: Address | null) => client !== null && blocksOf(rule).some((c) => cidrContains(c, client));
+
+export async function evaluateRules(
+  db: Db,
+  rules: EdgeRule[],
+  client: { text: string; address: Address | null },
+  path: string,
+  now: Date,
+): Promise<Refusal | null> {
+  const matching = rules.filter((r) => pathMatches(r.path, path));
+  if (matching.length === 0) return null;
+  for (const rule of matching) {
+    if (rule.kind !== "ban") continue;
+    const { expiresAt } = rule.config as { expiresAt: string | null };
+    if (expiresAt && Date.parse(expiresAt) <= now.getTime()) continue;
+    if (inAny(rule, client.address)) return { reason: "banned", ruleId: rule.id, headers: {} };
+  }
+  for (const rule of matching) {
+    if (rule.kind !== "allow-deny") continue;
+    const { mode } = rule.config as { mode: "allow" | "deny" };
+    const listed = inAny(rule, client.address);
+    if (mode === "allow" ? !listed : listed) return { reason: "denied", ruleId: rule.id, headers: {} };
+  }
+  const limits = matching.filter((r) => r.kind === "rate-limit");
+  if (limits.length === 0) return null;
+  const takes = limits.map((rule) => {
+    const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
+    return { rule, key: `edge:${rule.id}:${client.text}`, max: limit, windowMs: windowSeconds * 1000 };
+  });
+  const granted = await takeRateLimits(db, takes, now);
+  for (const t of takes) {
+    const g = granted.get(t.key);
+    if (g && g.granted === 0) {
+      const reset = retryAfterSeconds(g.windowEnd, now);
+      return {
+        reason: "rate_limited",
+        ruleId: t.rule.id,
+        // IETF httpapi-ratelimit-headers (draft) names, and Retry-After.
+        headers: { "retry-after": String(reset), "ratelimit-limit": String(t.max), "ratelimit-remaining": "0", "ratelimit-reset": String(reset) },
+      };
+    }
+  }
+  return null;
+}

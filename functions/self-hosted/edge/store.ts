@@ -1,0 +1,101 @@
+/**
+ * What the edge needs from the database: every hostname a project answers on,
+ * with where its environment's current deployment listens and the project's
+ * route rules. Loaded whole at start and again per project when the
+ * `workspace_edge` channel names it (migrations/0011_edge_notify.sql).
+ */
+import { and, eq, inArray, isNull } from "drizzle-orm";
+import {
+  deployments,
+  domains,
+  environments,
+  projects,
+  type RouteRuleConfig,
+  type RouteRuleKind,
+  routeRules,
+  type SLEEP_MODES,
+} from "../../../shared/db/schema";
+import type { Db } from "../../../shared/db/types";
+
+export interface EdgeRule {
+  id: string;
+  kind: RouteRuleKind;
+  path: string | null;
+  config: RouteRuleConfig;
+}
+
+export interface EdgeTarget {
+  projectId: string;
+  orgId: string;
+  environmentId: string;
+  environment: string;
+  disabled: boolean;
+  sleepMode: (typeof SLEEP_MODES)[number];
+  /** The environment's current deployment, if it serves (not crashed, listening somewhere). */
+  deployment: { id: string; port: number; servedBy: string | null } | null;
+  /** Enabled rules, in creation order. */
+  rules: EdgeRule[];
+}
+
+/** `<slug>--<environment>.<shared domain>`: a preview environment's hostname (one label under the shared domain, so one wildcard certificate covers it). */
+export const previewHostname = (slug: string, environment: string, sharedDomain: string) => `${slug}--${environment}.${sharedDomain}`;
+
+/** Hostname → target for the given projects (all when `projectIds` is undefined). A project that no longer exists yields nothing. */
+export async function loadTargets(db: Db, sharedDomain: string, projectIds?: string[]): Promise<Map<string, EdgeTarget>> {
+  const scope = projectIds ? inArray(projects.id, projectIds) : undefined;
+  const projectRows = await db
+    .select({ id: projects.id, orgId: projects.orgId, slug: projects.slug, disabledAt: projects.disabledAt, sleepMode: projects.sleepMode })
+    .from(projects)
+    .where(scope);
+  const ids = projectRows.map((p) => p.id);
+  const out = new Map<string, EdgeTarget>();
+  if (ids.length === 0) return out;
+  const [envRows, currentRows, domainRows, ruleRows] = await Promise.all([
+    db.select().from(environments).where(inArray(environments.projectId, ids)),
+    db
+      .select({ environmentId: deployments.environmentId, id: deployments.id, port: deployments.port, servedBy: deployments.servedBy })
+      .from(deployments)
+      .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNull(deployments.crashedAt))),
+    db.select({ projectId: domains.projectId, hostname: domains.hostname }).from(domains).where(inArray(domains.projectId, ids)),
+    db
+      .select()
+      .from(routeRules)
+      .where(and(inArray(routeRules.projectId, ids), eq(routeRules.enabled, true)))
+      .orderBy(routeRules.id),
+  ]);
+  const current = new Map(currentRows.map((d) => [d.environmentId, d]));
+  const rulesOf = new Map<string, EdgeRule[]>();
+  for (const r of ruleRows) {
+    const list = rulesOf.get(r.projectId) ?? [];
+    list.push({ id: r.id, kind: r.kind, path: r.path, config: r.config });
+    rulesOf.set(r.projectId, list);
+  }
+  const project = new Map(projectRows.map((p) => [p.id, p]));
+  const production = new Map<string, EdgeTarget>();
+  for (const e of envRows) {
+    const p = project.get(e.projectId)!;
+    const d = current.get(e.id);
+    const target: EdgeTarget = {
+      projectId: p.id,
+      orgId: p.orgId,
+      environmentId: e.id,
+      environment: e.name,
+      disabled: p.disabledAt !== null,
+      sleepMode: p.sleepMode,
+      deployment: d?.port ? { id: d.id, port: d.port, servedBy: d.servedBy } : null,
+      rules: rulesOf.get(p.id) ?? [],
+    };
+    if (e.kind === "production") {
+      production.set(p.id, target);
+      out.set(`${p.slug}.${sharedDomain}`, target);
+    } else {
+      out.set(previewHostname(p.slug, e.name, sharedDomain), target);
+    }
+  }
+  // Connected domains serve production.
+  for (const d of domainRows) {
+    const target = production.get(d.projectId);
+    if (target) out.set(d.hostname.toLowerCase(), target);
+  }
+  return out;
+}
