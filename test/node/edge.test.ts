@@ -7,7 +7,7 @@
  * PGlite and on Postgres with two tables (two adapter processes' worth).
  */
 import { createHash } from "node:crypto";
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
+import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
 import { connect, type AddressInfo, type Socket } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -397,16 +397,14 @@ describe("edge on PGlite", () => {
     const app = await startApp("proxied");
     await deploy(database.db, s, s.productionId, app.port);
     const host = `${s.slug}.${SHARED}`;
-    await database.db
-      .insert(routeRules)
-      .values({
-        id: newId("rr"),
-        orgId: s.orgId,
-        projectId: s.projectId,
-        kind: "ban",
-        path: null,
-        config: { cidr: "203.0.113.0/24", expiresAt: null, reason: null },
-      });
+    await database.db.insert(routeRules).values({
+      id: newId("rr"),
+      orgId: s.orgId,
+      projectId: s.projectId,
+      kind: "ban",
+      path: null,
+      config: { cidr: "203.0.113.0/24", expiresAt: null, reason: null },
+    });
     await within(1000, async () => (await get(edge.port, host, "/", { "x-forwarded-for": "203.0.113.5" })).status === 403);
     const passed = await get(edge.port, host, "/", { "x-forwarded-for": "198.51.100.1, 127.0.0.1" });
     expect(passed.status).toBe(200);
@@ -439,16 +437,14 @@ describe.runIf(inject("pgKind") === "postgres")("edge on Postgres with two adapt
     await deploy(one.db, s, s.productionId, v2.port);
     await within(1000, async () => (await get(a.port, host)).headers["x-app"] === "v2" && (await get(b.port, host)).headers["x-app"] === "v2");
 
-    await one.db
-      .insert(routeRules)
-      .values({
-        id: newId("rr"),
-        orgId: s.orgId,
-        projectId: s.projectId,
-        kind: "rate-limit",
-        path: "/counted",
-        config: { limit: 10, windowSeconds: 60, by: "ip" },
-      });
+    await one.db.insert(routeRules).values({
+      id: newId("rr"),
+      orgId: s.orgId,
+      projectId: s.projectId,
+      kind: "rate-limit",
+      path: "/counted",
+      config: { limit: 10, windowSeconds: 60, by: "ip" },
+    });
     await within(1000, async () => {
       const [ra, rb] = [a.table.lookup(host), b.table.lookup(host)];
       return (ra?.rules.length ?? 0) === 1 && (rb?.rules.length ?? 0) === 1;

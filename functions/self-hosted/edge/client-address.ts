@@ -38,7 +38,7 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | s
   for (let hops = 0; hops < MAX_HOPS && end > 0; hops++) {
     const comma = header.lastIndexOf(",", end - 1);
     const entry = header.slice(comma + 1, end).trim();
-    end = comma < 0 ? 0 : comma;
+    end = Math.max(comma, 0);
     const candidate = clientOf(entry);
     if (!candidate.address) return last;
     if (!trustedBy(trusted, candidate.address)) return candidate;

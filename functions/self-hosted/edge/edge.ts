@@ -53,7 +53,7 @@ export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
 
   /** What stops the request before the app: a refusal, or the reason the edge answers itself. */
-  async function gate(req: IncomingMessage, target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>) {
+  async function gate(target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>) {
     if (target.disabled) return { reason: "disabled" as EdgeReason, ruleId: null, headers: {} };
     const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path, clock());
     if (refusal) return refusal;
@@ -112,7 +112,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     const path = pathOf(req.url);
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const stop = await gate(req, target, path, client);
+      const stop = await gate(target, path, client);
       if (stop) {
         req.resume();
         const bytes = sendPage(res, stop.reason, stop.headers);
@@ -133,7 +133,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     const path = pathOf(req.url);
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const stop = await gate(req, target, path, client);
+      const stop = await gate(target, path, client);
       if (stop) {
         sendPageOnSocket(socket, stop.reason, stop.headers);
         record(req, target, path, client.text, started, statusOf(stop.reason), 0, stop.ruleId);
