@@ -1,8 +1,11 @@
 /**
- * `deploy <folder>`: the spec's folder-upload flow from a terminal. Packs the
- * folder, opens a session, uploads the tarball to the session's target with a
- * progress bar (the bearer token only when the target is the API's own relay,
- * at the API's own origin), scans it, and ensures the project from the scan.
+ * `deploy <folder>`: the spec's folder-upload flow from a terminal. Checks the
+ * token first (GET /api/me), packs the folder, opens a session, uploads the
+ * tarball to the session's target with a progress bar (the bearer token only when
+ * the target is the API's own relay, at the API's own origin), scans it, ensures
+ * the project, queues its build (POST /api/deployments/build/access) and follows
+ * the build log to its end with the returned read-only session token. The folder
+ * remembers its project in `.wsp/project.json` (link.ts).
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -10,24 +13,31 @@ import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
+import { ApiCallError, apiBase, CliError, call, checkToken, type Client, reasonOf } from "./api";
+import { detectedLine } from "./detected";
+import { type FolderLink, LINK_FILE, readLink, writeLink } from "./link";
 import { listFolder, packFolder } from "./pack";
-import { progressBar } from "./progress";
+import { humanSize, progressBar } from "./progress";
+import { follow, type LogLine, type StreamEnd } from "./sse";
 
-export interface DeployOptions {
+export { CliError };
+
+export interface DeployOptions extends Client {
   folder: string;
-  /** The API base URL (`{base_url}`; a trailing `/api` is accepted too). */
-  api: string;
-  token: string;
-  org?: string;
   name?: string;
   projectId?: string;
+  environment?: string;
+  /** Return once the build is queued instead of following it. */
+  noWait?: boolean;
   /** Progress and messages (stderr in the command). */
   log: (text: string) => void;
+  /** The build log's lines (stdout in the command). */
+  line?: (line: LogLine) => void;
   /** Draw the progress bar in place (a terminal). */
   tty?: boolean;
+  /** Reconnection timing of the build log stream (tests). */
+  follow?: { retryMs?: number; idleMs?: number };
 }
-
-export class CliError extends Error {}
 
 interface Target {
   sessionId: string;
@@ -36,33 +46,6 @@ interface Target {
   method: string;
   headers: Record<string, string>;
   requiresAuth: boolean;
-}
-
-const mb = (n: number) => `${(n / 1_000_000).toFixed(1)} MB`;
-
-function apiBase(api: string): string {
-  const url = new URL(api);
-  url.pathname = url.pathname.replace(/\/+$/, "").replace(/\/api$/, "");
-  return url.toString().replace(/\/+$/, "");
-}
-
-async function call<T>(opts: DeployOptions, path: string, body: unknown): Promise<{ status: number; body: T }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${opts.token}` };
-  if (opts.org) headers["x-organization-id"] = opts.org;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${apiBase(opts.api)}${path}`, { method: "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch(
-    (e) => {
-      throw new CliError(`POST ${path}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
-    },
-  );
-  const text = await res.text();
-  const parsed = text ? JSON.parse(text) : undefined;
-  if (!res.ok) {
-    const field = parsed?.field ? ` (${parsed.field})` : "";
-    const retry = res.status === 429 && res.headers.get("retry-after") ? ` (retry in ${res.headers.get("retry-after")} s)` : "";
-    throw new CliError(`POST ${path}: ${res.status} ${parsed?.detail ?? parsed?.title ?? text.slice(0, 200)}${field}${retry}`);
-  }
-  return { status: res.status, body: parsed as T };
 }
 
 /**
@@ -85,13 +68,13 @@ function checkRelayOrigin(opts: DeployOptions, target: Target): void {
   }
 }
 
-async function upload(opts: DeployOptions, target: Target, file: string, size: number): Promise<void> {
+async function upload(opts: DeployOptions, client: Client, target: Target, file: string, size: number): Promise<void> {
   // Rule 8: absoluteUrl as is, with the target's headers; our token only for the API's own relay.
   const headers: Record<string, string> = { ...target.headers, "Content-Length": String(size) };
   if (target.requiresAuth) {
     checkRelayOrigin(opts, target);
-    headers.Authorization = `Bearer ${opts.token}`;
-    if (opts.org) headers["X-Organization-Id"] = opts.org;
+    headers.Authorization = `Bearer ${client.token}`;
+    if (client.org) headers["X-Organization-Id"] = client.org;
   }
   const bar = progressBar(size, opts.log, opts.tty ?? false);
   let sent = 0;
@@ -106,7 +89,7 @@ async function upload(opts: DeployOptions, target: Target, file: string, size: n
     body: Readable.toWeb(source) as ReadableStream,
     duplex: "half",
   } as RequestInit).catch((e) => {
-    throw new CliError(`Upload failed: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
+    throw new CliError(`Upload failed: ${reasonOf(e)}`);
   });
   const text = await res.text();
   bar.done();
@@ -126,6 +109,7 @@ async function upload(opts: DeployOptions, target: Target, file: string, size: n
 interface ScanAnswer extends Record<string, unknown> {
   stack: string;
   framework: string | null;
+  packageManager: string | null;
   services: unknown[] | null;
 }
 
@@ -141,18 +125,63 @@ interface EnsuredAnswer extends Record<string, unknown> {
   uploadSessionId: string | null;
 }
 
+export interface DeploymentAnswer extends Record<string, unknown> {
+  id: string;
+  environment: string;
+  status: string;
+  failureReason: string | null;
+}
+
+interface BuildAccessAnswer {
+  deployment: DeploymentAnswer;
+  session: { token: string; expiresAt: string };
+}
+
 export interface DeployResult {
   project: EnsuredAnswer;
   scan: ScanAnswer;
   created: boolean;
   files: number;
   tarballBytes: number;
+  deployment: DeploymentAnswer;
+  /** How the build ended (null with noWait). */
+  end: StreamEnd | null;
+  /** Set when this deploy wrote the folder's link (its first deploy to this API). */
+  linked: boolean;
+}
+
+/** The project this deploy updates: --project, else the folder's link to this API (and organization); undefined: a new one. */
+function targetOf(opts: DeployOptions, link: FolderLink | null): { projectId?: string; fromLink: boolean } {
+  if (opts.projectId) return { projectId: opts.projectId, fromLink: false };
+  if (link && link.api === apiBase(opts.api) && (!opts.org || opts.org === link.orgId)) return { projectId: link.projectId, fromLink: true };
+  return { fromLink: false };
 }
 
 export async function deploy(opts: DeployOptions): Promise<DeployResult> {
   const folder = resolve(opts.folder);
   const info = await stat(folder).catch(() => null);
   if (!info?.isDirectory()) throw new CliError(`${opts.folder} is not a folder`);
+  const link = await readLink(folder);
+  const target = targetOf(opts, link);
+  const client: Client = { api: opts.api, token: opts.token, org: opts.org ?? (target.fromLink ? link!.orgId : undefined) };
+
+  // The token first: a wrong one fails now, before the folder is read or packed.
+  const { orgId } = await checkToken(client);
+
+  let existing: { id: string; name: string } | undefined;
+  if (target.projectId) {
+    try {
+      existing = (await call<{ id: string; name: string }>(client, "GET", `/api/projects/${encodeURIComponent(target.projectId)}`)).body;
+    } catch (e) {
+      if (target.fromLink && e instanceof ApiCallError && e.status === 404) {
+        throw new CliError(
+          `This folder is linked to project ${target.projectId} (${LINK_FILE}), which no longer exists or is not yours: delete ${LINK_FILE} to deploy the folder as a new project`,
+        );
+      }
+      throw e;
+    }
+    if (target.fromLink) opts.log(`Deploying to project ${existing.name} (${existing.id}), linked in ${LINK_FILE}\n`);
+  }
 
   const listing = await listFolder(folder);
   if (listing.files.length === 0) throw new CliError(`${opts.folder} has no files to deploy (after its ignore files)`);
@@ -163,46 +192,87 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
     const tarball = join(work, "folder.tar.gz");
     await packFolder(folder, tarball, listing);
     const size = (await stat(tarball)).size;
-    opts.log(`Packed ${listing.files.length} files into ${mb(size)}\n`);
+    opts.log(`Packed ${listing.files.length} file${listing.files.length === 1 ? "" : "s"} into ${humanSize(size)}\n`);
     if (size > MAX_UPLOAD_BYTES)
-      throw new CliError(`The tarball is ${mb(size)}; the limit is ${mb(MAX_UPLOAD_BYTES)}. Add what is not needed to .gitignore or .dockerignore.`);
+      throw new CliError(
+        `The tarball is ${humanSize(size)}; the limit is ${humanSize(MAX_UPLOAD_BYTES)}. Add what is not needed to .gitignore or .dockerignore.`,
+      );
 
-    const name = opts.name ?? basename(folder);
-    const { body: target } = await call<Target>(opts, "/api/projects/folder/session", { name: name.slice(0, 255), sizeBytes: size });
-    await upload(opts, target, tarball, size);
-    const { body: scan } = await call<ScanAnswer>(opts, `/api/projects/folder/scan/${target.sessionId}`, undefined);
-    opts.log(`Detected ${scan.stack} (${scan.framework})${scan.services ? `, ${scan.services.length} services` : ""}\n`);
+    // An existing project keeps its name unless --name is given.
+    const name = opts.name ?? existing?.name ?? basename(folder);
+    const { body: session } = await call<Target>(client, "POST", "/api/projects/folder/session", { body: { name: name.slice(0, 255), sizeBytes: size } });
+    await upload(opts, client, session, tarball, size);
+    const { body: scan } = await call<ScanAnswer>(client, "POST", `/api/projects/folder/scan/${session.sessionId}`);
+    opts.log(`${detectedLine(scan)}\n`);
 
     const fromScan = Object.fromEntries(
       (["framework", "buildCommand", "installCommand", "startCommand", "outputDirectory", "services"] as const)
         .filter((k) => scan[k] !== null && scan[k] !== undefined)
         .map((k) => [k, scan[k]]),
     );
-    const ensured = await call<EnsuredAnswer>(opts, "/api/projects/ensure", {
-      name,
-      gitProvider: "upload",
-      uploadSessionId: target.sessionId,
-      ...(opts.projectId ? { projectId: opts.projectId } : {}),
-      ...fromScan,
+    const ensured = await call<EnsuredAnswer>(client, "POST", "/api/projects/ensure", {
+      body: {
+        name,
+        gitProvider: "upload",
+        uploadSessionId: session.sessionId,
+        ...(existing ? { projectId: existing.id } : {}),
+        ...fromScan,
+      },
     });
-    return { project: ensured.body, scan, created: ensured.status === 201, files: listing.files.length, tarballBytes: size };
+    const project = ensured.body;
+
+    const linked = !link || link.projectId !== project.id || link.api !== apiBase(opts.api) || link.orgId !== orgId;
+    if (linked) {
+      await writeLink(folder, { projectId: project.id, orgId, api: apiBase(opts.api) });
+      opts.log(
+        `Linked this folder to project ${project.name} (${project.id}) in ${LINK_FILE}: the next wsp deploy of this folder updates this project (delete ${LINK_FILE} to deploy it as a new one)\n`,
+      );
+    }
+
+    const { body: access } = await call<BuildAccessAnswer>(client, "POST", "/api/deployments/build/access", {
+      body: { projectId: project.id, uploadSessionId: session.sessionId, ...(opts.environment ? { environment: opts.environment } : {}) },
+    });
+    const deployment = access.deployment;
+    opts.log(`Queued deployment ${deployment.id} (${deployment.environment})\n`);
+    const result = { project, scan, created: ensured.status === 201, files: listing.files.length, tarballBytes: size, deployment, linked };
+    if (opts.noWait) return { ...result, end: null };
+
+    let token = access.session.token;
+    const end = await follow({
+      url: `${apiBase(opts.api)}/api/deployments/${deployment.id}/logs/stream`,
+      token: () => token,
+      refresh: async () => {
+        token = (await call<{ token: string }>(client, "POST", `/api/projects/${project.id}/deployment-session`)).body.token;
+      },
+      onLine: (l) => (opts.line ?? ((x: LogLine) => opts.log(`${x.message}\n`)))(l),
+      note: opts.log,
+      ...opts.follow,
+    });
+    return { ...result, end: end ?? null };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
 /** The human summary of a deploy. */
-export function summary(result: DeployResult): string {
+export function summary(result: DeployResult, api: string): string {
   const p = result.project;
+  const d = result.deployment;
   const lines = [
     `${result.created ? "Created" : "Updated"} project ${p.name} (${p.id})`,
     `  framework   ${p.framework}`,
     ...(p.buildCommand ? [`  build       ${p.buildCommand}`] : []),
-    `  route       https://${p.routes.free.hostname} (${p.routes.free.state})`,
-    `  status      ${p.status}`,
+    `  route       https://${p.routes.free.hostname}`,
     ...(p.services.length ? [`  services    ${p.services.map((s) => s.name).join(", ")}`] : []),
-    `  upload      ${p.uploadSessionId}`,
-    "Start the first build with POST /api/deployments.",
+    `  deployment  ${d.id} (${d.environment})`,
   ];
+  if (!result.end) {
+    lines.push(
+      `Deployment ${d.id} is queued. Follow its build with: wsp logs ${p.id} --deployment ${d.id} --follow`,
+      `(or GET ${apiBase(api)}/api/deployments/${d.id}/logs/stream; its state: GET ${apiBase(api)}/api/deployments/${d.id})`,
+    );
+  } else if (result.end.status === "ready") {
+    lines.push(`Deployment ${d.id} is ready: https://${p.routes.free.hostname}`);
+  }
   return `${lines.join("\n")}\n`;
 }

@@ -2,7 +2,8 @@
  * Packs a folder into a gzipped tarball for a folder upload, honouring its
  * ignore files: `.gitignore` files at any depth (each applies to its own
  * directory, as in git) and the root `.dockerignore` (read with the same
- * gitignore semantics). `.git/` is always left out. Symbolic links and other
+ * gitignore semantics). `.git/` is always left out, and so is the folder's own
+ * link to its project (`.wsp/`, see link.ts). Symbolic links and other
  * special files are skipped (the scan refuses them); empty directories are not kept.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import { lstat, readdir } from "node:fs/promises";
 import { join, posix, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { create } from "tar";
+import { LINK_DIR } from "./link";
 
 interface Rules {
   /** Directory the patterns are relative to, relative to the root ("" for the root). */
@@ -51,7 +53,7 @@ export async function listFolder(root: string): Promise<Listing> {
       const rel = toPosix(relative(root, full));
       const info = await lstat(full);
       if (info.isDirectory()) {
-        if (name === ".git" || ignored(rel, true, stack)) continue;
+        if (name === ".git" || rel === LINK_DIR || ignored(rel, true, stack)) continue;
         const nested = rulesFrom(join(full, ".gitignore"), rel);
         await walk(full, nested ? [...stack, nested] : stack);
       } else if (info.isFile()) {

@@ -31,7 +31,8 @@ function folder(files: Record<string, string>): string {
 
 async function start(env: Record<string, string> = {}): Promise<{ server: RunningServer; token: string }> {
   const dir = tempDir();
-  const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: dir, ...env }), () => {});
+  // No runner: the deployments these tests queue stay queued (the follow tests: cli-follow.test.ts).
+  const server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: dir, RUNNER: "off", ...env }), () => {});
   cleanups.push(() => server.close());
   return { server, token: readFileSync(join(dir, "owner-token"), "utf8").trim() };
 }
@@ -79,10 +80,10 @@ describe("wsp deploy", () => {
   it("deploys through the relay, then updates the same project", async () => {
     const { server, token } = await start();
     const dir = folder(COMPOSE_APP);
-    const first = await run(["deploy", dir, "--api", server.url, "--name", "Compose app"], { WORKSPACE_TOKEN: token });
-    expect(first.err).toMatch(/Packed 7 files/);
+    const first = await run(["deploy", dir, "--api", server.url, "--name", "Compose app", "--no-wait"], { WORKSPACE_TOKEN: token });
+    expect(first.err).toMatch(/Packed 7 files into \d+ B\n/);
     expect(first.err).toMatch(/Uploading \[#+\] 100%/);
-    expect(first.err).toMatch(/Detected compose \(compose\), 2 services/);
+    expect(first.err).toMatch(/Detected Docker Compose, 2 services\n/);
     expect(first.code, first.err).toBe(0);
     expect(first.out).toMatch(/^Created project Compose app \(prj_[0-9a-z]+\)/);
     expect(first.out).toMatch(/services {4}web, db/);
@@ -90,10 +91,11 @@ describe("wsp deploy", () => {
     const id = /\((prj_[0-9a-z]+)\)/.exec(first.out)![1]!;
 
     writeFileSync(join(dir, "compose.yaml"), "services:\n  web:\n    build: .\n");
-    const second = await run(["deploy", dir, "--api", `${server.url}/api`, "--token", token, "--project", id, "--json"]);
+    const second = await run(["deploy", dir, "--api", `${server.url}/api`, "--token", token, "--project", id, "--json", "--no-wait"]);
     expect(second.code, second.err).toBe(0);
     const project = JSON.parse(second.out);
-    expect(project).toMatchObject({ id, gitProvider: "upload", framework: "compose", services: [{ name: "web" }] });
+    expect(project).toMatchObject({ id, name: "Compose app", gitProvider: "upload", framework: "compose", services: [{ name: "web" }] });
+    expect(project.deployment).toMatchObject({ projectId: id, status: "queued", source: "upload" });
 
     const list = await (await fetch(`${server.url}/api/projects`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(list.items).toHaveLength(1);
@@ -113,12 +115,15 @@ describe("wsp deploy", () => {
       return realFetch(input, init);
     });
     const dir = folder({ "go.mod": "module example.com/svc\n\nrequire github.com/go-chi/chi/v5 v5.0.12\n", "main.go": "package main\n" });
-    const result = await run(["deploy", dir, "--api", server.url], { WORKSPACE_TOKEN: token });
+    const result = await run(["deploy", dir, "--api", server.url, "--no-wait"], { WORKSPACE_TOKEN: token });
     expect(result.code, result.err).toBe(0);
     expect(result.out).toMatch(/framework {3}chi/);
-    // (The server's own reads of the bucket go through this process's fetch too: only the PUT is the client's.)
-    const puts = seen.filter((s) => s.url.startsWith(inject("s3Endpoint")) && s.method === "PUT");
+    expect(result.err).toMatch(/Detected chi \(Go\)\n/);
+    // (The server's own requests to the bucket go through this process's fetch too: its reads, and the copy to the
+    // deployment's artifact, a PUT under artifacts/; the other PUT is the client's.)
+    const puts = seen.filter((s) => s.url.startsWith(inject("s3Endpoint")) && s.method === "PUT" && !s.url.includes("/artifacts/"));
     expect(puts.map((s) => s.authorization)).toEqual([null]);
+    expect(seen.filter((s) => s.method === "PUT" && s.url.includes("/artifacts/"))).toHaveLength(1);
     expect(seen.filter((s) => s.url.startsWith(server.url)).every((s) => s.authorization === `Bearer ${token}`)).toBe(true);
   }, 60_000);
 
@@ -129,15 +134,16 @@ describe("wsp deploy", () => {
     expect((await run(["deploy", ".", "--api", "http://127.0.0.1:59999"])).err).toMatch(/Missing --token/);
     expect((await run(["ship", "."], { WORKSPACE_API_URL: "http://x", WORKSPACE_TOKEN: "t" })).code).toBe(2);
     expect((await run(["deploy", "/does/not/exist", "--api", "http://127.0.0.1:59999", "--token", "t"])).err).toMatch(/is not a folder/);
-    const empty = folder({ ".gitignore": "*\n" });
-    expect((await run(["deploy", empty, "--api", "http://127.0.0.1:59999", "--token", "t"])).err).toMatch(/no files to deploy/);
+    expect((await run(["logs", "x", "--limit", "0", "--api", "http://x", "--token", "t"])).code).toBe(2);
 
-    const { server } = await start();
+    const { server, token } = await start();
+    const empty = folder({ ".gitignore": "*\n" });
+    expect((await run(["deploy", empty, "--api", server.url, "--token", token])).err).toMatch(/no files to deploy/);
     const bad = await run(["deploy", folder({ "index.html": "<p>" }), "--api", server.url, "--token", `wsp_${"x".repeat(43)}`]);
     expect(bad).toMatchObject({ code: 1 });
-    expect(bad.err).toMatch(/POST \/api\/projects\/folder\/session: 401 Invalid, expired or revoked token/);
+    expect(bad.err).toBe(`Error: The API at ${server.url} refused the token (401): check --token or WORKSPACE_TOKEN\n`);
     const unreachable = await run(["deploy", folder({ "index.html": "<p>" }), "--api", "http://127.0.0.1:59999", "--token", "t"]);
-    expect(unreachable.err).toMatch(/Error: POST \/api\/projects\/folder\/session: .*ECONNREFUSED/);
+    expect(unreachable.err).toMatch(/Error: GET \/api\/me: .*ECONNREFUSED/);
   }, 60_000);
 
   it("refuses to send its token to a relay absoluteUrl outside the API's origin", async () => {
@@ -153,6 +159,10 @@ describe("wsp deploy", () => {
     const api = await listen((req, res) => {
       apiHits.push(`${req.method} ${req.url}`);
       req.resume();
+      if (req.url === "/api/me") {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ activeOrganizationId: "org_fake" }));
+        return;
+      }
       const sessionId = "ups_0000000000000000000000test";
       const url = `/api/projects/folder/upload/${sessionId}`;
       res.writeHead(201, { "content-type": "application/json" }).end(
@@ -177,13 +187,13 @@ describe("wsp deploy", () => {
       expect(result.err).not.toContain(token);
     }
     expect(foreignHits).toEqual([]);
-    expect(apiHits).toEqual(Array(3).fill("POST /api/projects/folder/session"));
+    expect(apiHits).toEqual(Array(3).fill(["GET /api/me", "POST /api/projects/folder/session"]).flat());
   });
 
   it("the bin runs as a command", async () => {
     const { server, token } = await start();
     const dir = folder({ "requirements.txt": "django\n", "manage.py": "" });
-    const child = spawn(process.execPath, [join(process.cwd(), "functions/cli/wsp.mjs"), "deploy", dir, "--api", server.url], {
+    const child = spawn(process.execPath, [join(process.cwd(), "functions/cli/wsp.mjs"), "deploy", dir, "--api", server.url, "--no-wait"], {
       env: { ...process.env, WORKSPACE_TOKEN: token },
     });
     let out = "";
@@ -193,6 +203,9 @@ describe("wsp deploy", () => {
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     expect(code, err).toBe(0);
     expect(out).toMatch(/framework {3}django/);
+    expect(out).toMatch(/Deployment dpl_[0-9a-z]+ is queued\. Follow its build with: wsp logs prj_[0-9a-z]+ --deployment dpl_[0-9a-z]+ --follow/);
+    expect(out).not.toContain("Start the first build");
+    expect(err).toMatch(/Detected Django \(Python, pip\)\n/);
   }, 60_000);
 });
 
