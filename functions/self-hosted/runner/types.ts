@@ -64,4 +64,17 @@ export interface SupervisorDeps {
   onRestart?(spec: AppSpec, attempt: number, reason: string): void;
   /** Called when an app crashed more often than the policy allows (5 times in 10 minutes) and was given up. */
   onGiveUp?(spec: AppSpec, reason: string): void;
+  /** The crash-restart policy; defaults in supervisor.ts (1 s doubling to 30 s, 5 restarts in 10 minutes). Tests shorten it. */
+  restart?: RestartPolicy;
+}
+
+export interface RestartPolicy {
+  /** Delay before the first restart; each further restart in the window doubles it. Default 1000. */
+  baseDelayMs?: number;
+  /** Cap of the delay. Default 30000. */
+  maxDelayMs?: number;
+  /** Restarts allowed within windowMs; the next crash gives the app up. Default 5. */
+  maxRestarts?: number;
+  /** Default 600000 (10 minutes). */
+  windowMs?: number;
 }

@@ -1,0 +1,287 @@
+/**
+ * The supervisor runs AppSpecs (types.ts) on the self-hosted runner.
+ *
+ * - `processes`: picks a free loopback port, starts every ProcessSpec
+ *   (processes.ts: own process group, only its environment, the app's memory
+ *   limit) with `PORT=<port>` added for the http one, and streams their output as
+ *   `runtime` lines (stream stdout/stderr, `fields.process` = the process name);
+ *   its own messages (started, exited, restarting, gave up) are `system` lines.
+ *   `launch` resolves once `GET http://127.0.0.1:<port>/` gets any answer (polled
+ *   every HEALTH_POLL_MS, each attempt at most HEALTH_ATTEMPT_MS), and rejects
+ *   after stopping what it started if a process exits first (any process: a
+ *   compose service that exits during the launch fails it too), if the health
+ *   timeout passes, or if the signal aborts.
+ * - `static`: serves the directory with static-server.ts on a free loopback port
+ *   and resolves at once.
+ * - After the launch, a process that exits on its own is a crash: what it left in
+ *   its group is stopped, and it is started again after a backoff (base delay
+ *   doubling per crash in the window, capped), on the same port, so routing does
+ *   not change. More than `maxRestarts` crashes of the app within `windowMs` gives
+ *   it up: everything of the app is stopped and `onGiveUp` is called.
+ * - `stop`: no restarts from then on; SIGTERM to every process group, SIGKILL
+ *   after `stopGraceMs`; or the static server closed.
+ */
+import { createServer } from "node:net";
+import { request } from "node:http";
+import type { NewLogLine } from "../../logs/store";
+import { type ProcessExit, type SpawnedProcess, spawnProcess } from "./processes";
+import { type StaticServer, startStaticServer } from "./static-server";
+import type { AppSpec, ProcessSpec, RunningApp, Supervisor, SupervisorDeps } from "./types";
+
+export const HEALTH_POLL_MS = 100;
+export const HEALTH_ATTEMPT_MS = 1000;
+export const DEFAULT_RESTART_POLICY = { baseDelayMs: 1000, maxDelayMs: 30_000, maxRestarts: 5, windowMs: 10 * 60_000 };
+
+interface ProcState {
+  spec: ProcessSpec;
+  current?: SpawnedProcess;
+  restartTimer?: ReturnType<typeof setTimeout>;
+}
+
+interface AppState {
+  spec: AppSpec;
+  port: number;
+  launched: boolean;
+  stopping: boolean;
+  procs: ProcState[];
+  staticServer?: StaticServer;
+  /** Times of the crashes within the policy window. */
+  crashes: number[];
+  /** Set while launching: fails the launch with a reason. */
+  failLaunch?: (reason: string) => void;
+  stopped?: Promise<void>;
+}
+
+export function createSupervisor(deps: SupervisorDeps): Supervisor {
+  const policy = { ...DEFAULT_RESTART_POLICY, ...deps.restart };
+  const apps = new Map<string, AppState>();
+
+  const line = (app: AppState, stream: NewLogLine["stream"], message: string, processName?: string) =>
+    deps.log({
+      orgId: app.spec.orgId,
+      projectId: app.spec.projectId,
+      deploymentId: app.spec.deploymentId,
+      kind: "runtime",
+      stream,
+      at: new Date(),
+      message,
+      fields: processName ? { process: processName } : null,
+    });
+
+  const describeExit = (exit: ProcessExit): string => {
+    if (exit.error) return `could not start (${exit.error})`;
+    if (exit.memoryExceeded) return "was killed: it went over its memory limit";
+    if (exit.signal) return `was killed by ${exit.signal}`;
+    return `exited with code ${exit.code}`;
+  };
+  const who = (app: AppState, proc: ProcState) =>
+    app.procs.length === 1 ? "the app" : proc.spec.http ? `the app (${proc.spec.name})` : `service ${proc.spec.name}`;
+
+  const start = (app: AppState, proc: ProcState) => {
+    const env = proc.spec.http ? { ...proc.spec.env, PORT: String(app.port) } : proc.spec.env;
+    const spawned = spawnProcess({
+      command: proc.spec.command,
+      cwd: proc.spec.cwd,
+      env,
+      memoryMb: app.spec.memoryMb,
+      onLine: (stream, text) => line(app, stream, text, proc.spec.name),
+    });
+    proc.current = spawned;
+    if (spawned.pid > 0) line(app, "system", `Started ${proc.spec.name} (pid ${spawned.pid})${proc.spec.http ? ` with PORT=${app.port}` : ""}`, proc.spec.name);
+    void spawned.exited.then((exit) => onExit(app, proc, spawned, exit));
+  };
+
+  const onExit = async (app: AppState, proc: ProcState, spawned: SpawnedProcess, exit: ProcessExit) => {
+    if (app.stopping || proc.current !== spawned) return;
+    const what = `${who(app, proc)} ${describeExit(exit)}${exit.memoryExceeded && app.spec.memoryMb ? ` of ${app.spec.memoryMb} MiB` : ""}`;
+    line(app, "system", `${proc.spec.name} ${describeExit(exit)}`, proc.spec.name);
+    if (!app.launched) {
+      app.failLaunch?.(`${what} before answering on PORT ${app.port}`);
+      return;
+    }
+    // What the process left behind in its group could hold the port: end it first.
+    await spawned.stop(deps.stopGraceMs);
+    if (app.stopping) return;
+    const now = Date.now();
+    app.crashes = app.crashes.filter((t) => now - t < policy.windowMs);
+    app.crashes.push(now);
+    const attempt = app.crashes.length;
+    if (attempt > policy.maxRestarts) {
+      const reason = `${what}; it crashed ${attempt} times within ${formatDuration(policy.windowMs)}`;
+      line(app, "system", `Gave up restarting: ${reason}`, proc.spec.name);
+      await stopApp(app);
+      deps.onGiveUp?.(app.spec, reason);
+      return;
+    }
+    const delay = Math.min(policy.baseDelayMs * 2 ** (attempt - 1), policy.maxDelayMs);
+    line(
+      app,
+      "system",
+      `Restarting ${proc.spec.name} in ${formatDuration(delay)} (restart ${attempt} of at most ${policy.maxRestarts} within ${formatDuration(policy.windowMs)})`,
+      proc.spec.name,
+    );
+    proc.restartTimer = setTimeout(() => {
+      proc.restartTimer = undefined;
+      if (app.stopping) return;
+      start(app, proc);
+      deps.onRestart?.(app.spec, attempt, what);
+    }, delay);
+  };
+
+  const stopApp = (app: AppState): Promise<void> => {
+    app.stopping = true;
+    app.stopped ??= (async () => {
+      app.failLaunch?.("the app was stopped before it answered");
+      for (const proc of app.procs) {
+        if (proc.restartTimer) clearTimeout(proc.restartTimer);
+        proc.restartTimer = undefined;
+      }
+      await Promise.all(app.procs.map((proc) => proc.current?.stop(deps.stopGraceMs)));
+      await app.staticServer?.close();
+      if (apps.get(app.spec.deploymentId) === app) apps.delete(app.spec.deploymentId);
+      if (app.launched) line(app, "system", "Stopped");
+    })();
+    return app.stopped;
+  };
+
+  const launch = async (spec: AppSpec, options: { signal?: AbortSignal } = {}): Promise<RunningApp> => {
+    if (apps.has(spec.deploymentId)) throw new Error(`deployment ${spec.deploymentId} is already running`);
+    if (options.signal?.aborted) throw new Error("the launch was canceled");
+    const app: AppState = { spec, port: 0, launched: false, stopping: false, procs: [], crashes: [] };
+    apps.set(spec.deploymentId, app);
+
+    if (spec.kind === "static") {
+      try {
+        app.staticServer = await startStaticServer(spec.dir);
+      } catch (error) {
+        apps.delete(spec.deploymentId);
+        throw new Error(`the static site could not be served from its output directory: ${(error as Error).message}`);
+      }
+      app.port = app.staticServer.port;
+      app.launched = true;
+      line(app, "system", `Serving the static site on port ${app.port}`);
+      return { deploymentId: spec.deploymentId, port: app.port };
+    }
+
+    if (!spec.processes.some((p) => p.http)) {
+      apps.delete(spec.deploymentId);
+      throw new Error("the app has no web process (no process answers HTTP)");
+    }
+    try {
+      app.port = await freePort();
+    } catch (error) {
+      apps.delete(spec.deploymentId);
+      throw error;
+    }
+    app.procs = spec.processes.map((p) => ({ spec: p }));
+    const health = new AbortController();
+    let rejectLaunch!: (reason: Error) => void;
+    const failed = new Promise<never>((_, reject) => {
+      rejectLaunch = reject;
+    });
+    failed.catch(() => {});
+    app.failLaunch = (reason) => {
+      app.failLaunch = undefined;
+      health.abort();
+      rejectLaunch(new Error(reason));
+    };
+    const onAbort = () => app.failLaunch?.("the launch was canceled");
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      if (app.stopping) throw new Error("the app was stopped before it answered");
+      for (const proc of app.procs) start(app, proc);
+      const seconds = formatDuration(deps.healthTimeoutMs);
+      await Promise.race([waitForHttp(app.port, deps.healthTimeoutMs, health.signal), failed]).then((answered) => {
+        if (!answered)
+          throw new Error(
+            `the app did not answer HTTP on PORT ${app.port} within ${seconds} (it must listen on the port given in the PORT environment variable)`,
+          );
+      });
+      if (app.stopping) throw new Error("the app was stopped before it answered");
+      app.failLaunch = undefined;
+      app.launched = true;
+      line(app, "system", `Answering HTTP on port ${app.port}`);
+      return { deploymentId: spec.deploymentId, port: app.port };
+    } catch (error) {
+      app.failLaunch = undefined;
+      health.abort();
+      line(app, "system", `Launch failed: ${(error as Error).message}`);
+      await stopApp(app);
+      throw error;
+    } finally {
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  };
+
+  return {
+    launch,
+    async stop(deploymentId) {
+      const app = apps.get(deploymentId);
+      if (app) await stopApp(app);
+    },
+    async stopAll() {
+      await Promise.all([...apps.values()].map(stopApp));
+    },
+    running() {
+      return [...apps.values()].filter((a) => a.launched && !a.stopping).map((a) => ({ deploymentId: a.spec.deploymentId, port: a.port }));
+    },
+  };
+}
+
+/** A free loopback port: bind 127.0.0.1:0, read it, close. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls until an HTTP request to the port gets any answer (true), the time is up or the signal aborts (false). */
+async function waitForHttp(port: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!signal.aborted) {
+    const left = deadline - Date.now();
+    if (left <= 0) return false;
+    const started = Date.now();
+    if (await answers(port, Math.min(HEALTH_ATTEMPT_MS, left), signal)) return true;
+    const wait = Math.min(HEALTH_POLL_MS - (Date.now() - started), deadline - Date.now());
+    if (wait > 0) await abortableSleep(wait, signal);
+  }
+  return false;
+}
+
+function answers(port: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path: "/", method: "GET", agent: false, signal, headers: { "user-agent": "wsp-runner-health" } }, (res) => {
+      res.resume();
+      resolve(true);
+      req.destroy();
+    });
+    req.setTimeout(timeoutMs, () => req.destroy());
+    req.on("error", () => resolve(false));
+    req.on("close", () => resolve(false));
+    req.end();
+  });
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0 && ms >= 60_000 && ms !== 60_000) return `${ms / 60_000} minutes`;
+  return `${Number((ms / 1000).toFixed(ms < 1000 ? 2 : 1))} s`;
+}
