@@ -25,7 +25,12 @@ import { createS3Storage } from "../../shared/storage/s3";
 import type { UploadStorage } from "../../shared/storage/types";
 import { createDeliveryEngine, type DeliveryEngine } from "../notifications/delivery/engine";
 import { routeRulesRouter } from "../route-rules";
-import type { NodeConfig } from "./config";
+import { createLogFeed } from "../../shared/logs/feed";
+import { startLogSweeper } from "../logs/sweeper";
+import { createLogWriter } from "../logs/writer";
+import type { NodeConfig, RunnerSettings } from "./config";
+import { createRunner, type Runner } from "./runner/runner";
+import { createSupervisor } from "./runner/supervisor";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
 
@@ -35,6 +40,8 @@ export interface NodeServiceOverrides {
   mailer?: Mailer;
   wakeDeliveries?: () => void;
   uploads?: UploadStorage;
+  /** Runner settings over the configuration's (the test harness turns the runner off; runner suites shorten its timeouts). */
+  runner?: Partial<RunnerSettings>;
 }
 
 export interface NodeServices {
@@ -42,9 +49,11 @@ export interface NodeServices {
   /** The self-hosted-only routers: route rules, and the relay route when uploads go to disk. */
   extraRouters: Array<OpenAPIHono<AppEnv>>;
   engine: DeliveryEngine;
-  /** Starts the background work: the delivery engine polling the outbox, and the upload sweeper. */
+  /** The deployment runner (RUNNER=on), started by start(). */
+  runner?: Runner;
+  /** Starts the background work: the delivery engine polling the outbox, the upload and log sweepers, and the runner (restoring current apps). */
   start(): void;
-  /** Stops what start() started (sends in flight finish and are recorded), the mailer and the token-cache feed; the database stays open. */
+  /** Stops what start() started (the runner first: builds in flight go back to the queue, apps stop; sends in flight finish and are recorded), the mailer and the token-cache feed; the database stays open. */
   close(): Promise<void>;
 }
 
@@ -70,7 +79,28 @@ export async function createNodeServices(
   const uploads =
     overrides.uploads ?? (config.s3 ? createS3Storage(config.s3) : createDiskStorage({ dir: join(config.dataDir, "uploads"), publicUrl: config.publicUrl }));
 
+  // Log lines (build and runtime) go through one batching writer; stored lines wake the log streams.
+  const logFeed = createLogFeed();
+  const writer = createLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
+  const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
+  const runnerSettings = { ...config.runner, ...overrides.runner };
+  const runner = runnerSettings.enabled
+    ? createRunner({
+        db: database.db,
+        keyring,
+        uploads,
+        gitHosts: config.gitHosts,
+        settings: runnerSettings,
+        dataDir: config.dataDir,
+        logger,
+        writer,
+        createSupervisor,
+        wakeDeliveries,
+      })
+    : undefined;
+
   let sweeper: { stop(): Promise<void> } | undefined;
+  let logSweeper: { stop(): Promise<void> } | undefined;
   return {
     services: {
       authCache,
@@ -82,17 +112,25 @@ export async function createNodeServices(
       git: { hosts: config.gitHosts, fetch: createNodeGitFetch({ allowPrivate: config.outboundAllowPrivate }) },
       outbound,
       mailer,
-      wakeDeliveries: overrides.wakeDeliveries ?? (() => engine.wake()),
+      wakeDeliveries,
+      wakeRunner: runner ? () => runner.wake() : () => {},
+      logFeed,
     },
     extraRouters: [routeRulesRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
+    runner,
     start() {
       engine.start();
       sweeper ??= startUploadSweeper({ db: database.db, uploads, logger });
+      logSweeper ??= startLogSweeper({ db: database.db, logger, retention: config.logRetention });
+      runner?.start();
     },
     async close() {
+      await runner?.stop();
+      await writer.flush();
       await engine.stop();
       await sweeper?.stop();
+      await logSweeper?.stop();
       smtp?.close();
       await authFeed.stop();
     },

@@ -44,6 +44,8 @@ async function nodeHarness(
     SECRET_KEYS: TEST_SECRET_KEYS,
     SHARED_DOMAIN: "apps.test",
     OUTBOUND_ALLOW_PRIVATE: "true",
+    // The suites play the runner's steps themselves; a suite that wants the real one passes `runner` in its overrides.
+    RUNNER: "off",
     // Gitea points at the run's loopback git host (test/setup/git.ts); the other providers keep their public hosts.
     GIT_GITEA_URL: inject("gitServerUrl"),
   });

@@ -1,0 +1,268 @@
+/**
+ * The build half of the runner: a claimed deployment → a work directory with the
+ * source, installed and built, and its Plan (commands.ts). Every step runs in its
+ * own process group through processes.ts; its output becomes `build` log lines,
+ * with `system` lines saying what runs and how it ended.
+ *
+ * Work directories: DATA_DIR/deployments/<deploymentId>/ (0700) holding `src/`
+ * (the source), `home/` (HOME of every step and of the app: npm's cache and the
+ * like stay inside) and `plan.json`. Decrypted values never go to disk: the plan
+ * has commands and paths only; the environment is rebuilt from the database at
+ * every launch.
+ *
+ * Sources:
+ * - git: the machine's `git`: init, fetch of the pinned commit at depth 1 from
+ *   the provider's host URL (shared/git/hosts.ts), checkout. The clone
+ *   credential goes in the environment of the git process only
+ *   (GIT_CONFIG_COUNT/KEY/VALUE http.extraHeader: never in argv, a file or a log
+ *   line); no system or global git config, no prompts, http(s) only. A host that
+ *   refuses fetch-by-SHA: the branch is fetched (deeper) and must contain the commit.
+ * - upload: the artifact from the upload store, checked by the scan's reader,
+ *   then unpacked (unpack.ts).
+ * - local: not supported yet (fails with a reason).
+ */
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { basicAuthorization, tokenCredentials } from "../../../shared/git/credentials";
+import { cloneUrl, GIT_HOST_SETTINGS, type GitHosts, isGitProvider } from "../../../shared/git/hosts";
+import { nodeGunzip } from "../../../shared/storage/gunzip-node";
+import { SCAN_LIMITS } from "../../../shared/storage/limits";
+import type { UploadStorage } from "../../../shared/storage/types";
+import type { NewLogLine } from "../../logs/store";
+import { readArchive } from "../../projects/folder/tar-reader";
+import { type Plan, PlanError, planOf } from "./commands";
+import { spawnProcess } from "./processes";
+import type { JobContext } from "./store";
+import { extractArchive } from "./unpack";
+
+/** A failed deployment: `build` (source, install, build: build.failed) or `deploy` (start, health: deploy.failed). */
+export class JobFailure extends Error {
+  constructor(
+    readonly kind: "build" | "deploy",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The job was canceled or taken away (its renew found it no longer ours), or the server is stopping. */
+export class JobAborted extends Error {}
+
+const TAIL_LINES = 10;
+
+export const workDirOf = (root: string, deploymentId: string) => join(root, deploymentId);
+export const planPathOf = (workDir: string) => join(workDir, "plan.json");
+
+/** "15 min", "90 s", "1.5 s": how settings and step times are shown. */
+export function formatDuration(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms >= 10_000) return `${Math.round(ms / 1000)} s`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The environment every step and app starts from: nothing of the server's own environment but PATH. */
+export function baseEnv(workDir: string): Record<string, string> {
+  return { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: join(workDir, "home"), LANG: "C.UTF-8" };
+}
+
+/** npm must not ask the internet about updates, funding or audits during a build. */
+const QUIET_NPM = { npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false", CI: "1" };
+
+export interface BuildDeps {
+  /** DATA_DIR/deployments */
+  workRoot: string;
+  gitHosts: GitHosts;
+  uploads?: UploadStorage;
+  buildTimeoutMs: number;
+  /** The clone token that applies (decrypted in memory), or null. */
+  cloneToken: (job: JobContext) => Promise<string | null>;
+  /** A log line of this deployment (the caller masks secrets and batches). */
+  log: (line: NewLogLine) => void;
+}
+
+/** Builds a claimed deployment; resolves with its plan, or throws JobFailure / JobAborted. */
+export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: AbortSignal): Promise<Plan> {
+  const { d } = job;
+  const workDir = workDirOf(deps.workRoot, d.id);
+  const started = Date.now();
+  const deadline = started + deps.buildTimeoutMs;
+  const line = (stream: NewLogLine["stream"], message: string) =>
+    deps.log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind: "build", stream, at: new Date(), message });
+  const system = (message: string) => line("system", message);
+
+  /** Runs one step; a non-zero exit, the timeout or an abort throws. */
+  const step = async (label: string, command: string, cwd: string, env: Record<string, string>, opts: { memoryMb?: number; shown?: string } = {}) => {
+    if (signal.aborted) throw new JobAborted("aborted");
+    system(`Running ${opts.shown ?? command}`);
+    const t0 = Date.now();
+    const tail: string[] = [];
+    const proc = spawnProcess({
+      command,
+      cwd,
+      env,
+      memoryMb: opts.memoryMb,
+      onLine: (stream, text) => {
+        line(stream === "stderr" ? "stderr" : "stdout", text);
+        tail.push(text);
+        if (tail.length > TAIL_LINES) tail.shift();
+      },
+    });
+    let timedOut = false;
+    const remaining = deadline - Date.now();
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        void proc.stop(0);
+      },
+      Math.max(0, remaining),
+    );
+    const onAbort = () => void proc.stop(0);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const exit = await proc.exited.finally(() => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    });
+    // Whatever the step left behind in its process group ends with it.
+    void proc.stop(0);
+    const took = formatDuration(Date.now() - t0);
+    if (signal.aborted) {
+      system(`${label} stopped (canceled) after ${took}`);
+      throw new JobAborted("aborted");
+    }
+    if (timedOut) {
+      system(`${label} killed: the build timed out`);
+      throw new JobFailure("build", `build timed out after ${formatDuration(deps.buildTimeoutMs)} (BUILD_TIMEOUT)`);
+    }
+    if (exit.memoryExceeded) {
+      system(`${label} killed: over its memory limit of ${opts.memoryMb} MiB`);
+      throw new JobFailure(
+        "build",
+        `${label} was killed: over the build memory limit of ${opts.memoryMb} MiB (resources build.memoryMb): ${opts.shown ?? command}`,
+      );
+    }
+    if (exit.error) throw new JobFailure("build", `${label} could not start: ${exit.error}`);
+    const how = exit.code !== null ? `exit code ${exit.code}` : `signal ${exit.signal}`;
+    system(`${how} in ${took}`);
+    if (exit.code !== 0) {
+      const last = tail.length ? `; last lines:\n${tail.join("\n")}` : "";
+      throw new JobFailure("build", `${label} failed (${how}): ${opts.shown ?? command}${last}`);
+    }
+  };
+
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(deps.workRoot, { recursive: true, mode: 0o700 });
+  mkdirSync(workDir, { mode: 0o700 });
+  const src = join(workDir, "src");
+  mkdirSync(src, { mode: 0o700 });
+  mkdirSync(join(workDir, "home"), { mode: 0o700 });
+  const base = baseEnv(workDir);
+
+  // 1. Source.
+  if (d.source === "git") await fetchGit(job, deps, src, base, step, system);
+  else if (d.source === "upload") await unpackUpload(job, deps, src, system);
+  else throw new JobFailure("build", "Local sources are not supported by this runner yet: deploy from git or an upload");
+
+  // 2. Commands.
+  let plan: Plan;
+  try {
+    plan = planOf(src, job.project.options, d.services && Object.keys(d.services).length ? d.services : null);
+  } catch (e) {
+    if (e instanceof PlanError) throw new JobFailure("build", e.message);
+    throw e;
+  }
+  system(`Detected ${plan.stack}${plan.kind === "static" ? " (static site)" : ""}`);
+
+  // 3. Install and build, with the environment's variables and the build memory limit.
+  const buildEnv = { ...base, ...QUIET_NPM, ...job.env };
+  const memoryMb = job.project.buildMemoryMb;
+  const steps = plan.kind === "static" ? [{ cwd: plan.appDir, install: plan.install, build: plan.build, name: "web" }] : plan.processes;
+  const done = new Set<string>();
+  for (const p of steps) {
+    for (const [label, command] of [
+      ["install", p.install],
+      ["build", p.build],
+    ] as const) {
+      if (!command) continue;
+      const key = `${p.cwd}\0${command}`;
+      if (done.has(key)) continue;
+      done.add(key);
+      await step(steps.length > 1 ? `${label} of ${p.name}` : label, command, p.cwd, buildEnv, { memoryMb });
+    }
+  }
+  if (plan.kind === "static" && !(existsSync(plan.dir) && statSync(plan.dir).isDirectory())) {
+    throw new JobFailure("build", `The output directory ${plan.dir.slice(src.length + 1) || "."} does not exist after the build`);
+  }
+  writeFileSync(planPathOf(workDir), JSON.stringify(plan), { mode: 0o600 });
+  system(`Build finished in ${formatDuration(Date.now() - started)}`);
+  return plan;
+}
+
+type Step = (label: string, command: string, cwd: string, env: Record<string, string>, opts?: { memoryMb?: number; shown?: string }) => Promise<void>;
+
+async function fetchGit(job: JobContext, deps: BuildDeps, src: string, base: Record<string, string>, step: Step, system: (m: string) => void) {
+  const { d } = job;
+  const provider = d.gitProvider;
+  if (!isGitProvider(provider) || !d.gitOwner || !d.gitRepo || !d.commitSha) throw new JobFailure("build", "The deployment has no pinned git source");
+  if (!deps.gitHosts[provider]) throw new JobFailure("build", `${provider} has no host configured on this instance (${GIT_HOST_SETTINGS[provider]})`);
+  const url = cloneUrl(provider, d.gitOwner, d.gitRepo, deps.gitHosts);
+  if (!url) throw new JobFailure("build", `${d.gitOwner}/${d.gitRepo} is not a valid repository name`);
+  const sha = d.commitSha.toLowerCase();
+  if (!/^[0-9a-f]{40}$/.test(sha)) throw new JobFailure("build", "The deployment's commit is not a full SHA");
+  const token = await deps.cloneToken(job);
+  const gitEnv: Record<string, string> = {
+    ...base,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_ALLOW_PROTOCOL: "http:https",
+    GIT_ASKPASS: "/bin/false",
+    ...(token
+      ? {
+          GIT_CONFIG_COUNT: "1",
+          GIT_CONFIG_KEY_0: "http.extraHeader",
+          GIT_CONFIG_VALUE_0: `Authorization: ${basicAuthorization(tokenCredentials(provider, token))}`,
+        }
+      : {}),
+  };
+  system(`Cloning ${url}@${sha}${d.branch ? ` (${d.branch})` : ""}`);
+  await step("clone", "git init --quiet . && git config advice.detachedHead false", src, gitEnv, { shown: "git init" });
+  try {
+    await step("clone", `git fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha}`, src, gitEnv, { shown: `git fetch --depth 1 ${url} ${sha}` });
+  } catch (e) {
+    if (!(e instanceof JobFailure) || e.message.startsWith("build timed out") || !d.branch) throw e;
+    // Some hosts refuse a fetch by SHA: the branch then, deep enough to hold the commit.
+    system("The host refused a fetch by commit: fetching the branch instead");
+    const ref = `refs/heads/${d.branch}`;
+    await step("clone", `git fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit}`, src, gitEnv, {
+      shown: `git fetch --depth 50 ${url} ${ref}`,
+    });
+  }
+  await step("checkout", `git checkout --quiet --detach ${sha}`, src, gitEnv, { shown: `git checkout ${sha.slice(0, 12)}` });
+  rmSync(join(src, ".git"), { recursive: true, force: true });
+}
+
+async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, system: (m: string) => void) {
+  const key = job.d.artifactKey;
+  if (!deps.uploads || !key) throw new JobFailure("build", "The deployment's uploaded source is not available on this server (no upload store)");
+  system("Unpacking the uploaded source");
+  const first = await deps.uploads.open(key);
+  if (!first) throw new JobFailure("build", "The deployment's uploaded source is gone from the upload store: upload it again");
+  let root: string;
+  try {
+    root = (await readArchive(first.body, { limits: SCAN_LIMITS, manifestNames: new Set(), gunzip: nodeGunzip })).root;
+  } catch (e) {
+    await first.body.cancel().catch(() => {});
+    throw new JobFailure("build", `The uploaded source was refused: ${(e as Error).message}`);
+  }
+  const second = await deps.uploads.open(key);
+  if (!second) throw new JobFailure("build", "The deployment's uploaded source is gone from the upload store: upload it again");
+  try {
+    const { files, bytes } = await extractArchive(second.body, src, { root, limits: SCAN_LIMITS });
+    system(`Unpacked ${files} files (${(bytes / 1024 / 1024).toFixed(1)} MiB)`);
+  } catch (e) {
+    await second.body.cancel().catch(() => {});
+    throw new JobFailure("build", `The uploaded source was refused: ${(e as Error).message}`);
+  }
+}

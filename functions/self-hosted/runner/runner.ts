@@ -1,0 +1,446 @@
+/**
+ * The self-hosted runner: claims queued deployments (store.ts), builds them
+ * (pipeline.ts), hands the app to the supervisor, switches traffic, reports.
+ *
+ * - Queue: claimed with a lease (LEASE_MS, 30 s) renewed every 10 s; woken by
+ *   `wake()` (POST /api/deployments, cancel, promote call it) and a poll every
+ *   POLL_MS (2 s, which also picks up jobs queued through another process);
+ *   RUNNER_CONCURRENCY jobs at once. A renew (every 10 s, and at every wake) that
+ *   finds the row canceled or no longer ours aborts the job: the AbortController
+ *   kills the running step's process group; `canceled` stays as recorded.
+ * - Switch: building → deploying (after the build, before the launch) → the
+ *   supervisor starts the app and resolves once it answers HTTP → the port and
+ *   this runner's id are recorded → markReady (current; the previous current one
+ *   is not) → the previous current app is stopped (grace period, then kill): the
+ *   new one answers before the old one stops (zero downtime).
+ * - Failures: install/build (and source) → failed + `build.failed`; start/health
+ *   → failed + `deploy.failed`; the reason names the step, the exit code and the
+ *   last lines. A failed or canceled deployment's work directory is removed; a
+ *   ready one is kept (promote without a rebuild); superseded ready ones beyond
+ *   the newest KEEP_SUPERSEDED (3) per environment are pruned (promoting one of
+ *   those fails with a reason: redeploy it).
+ * - Crashes: the supervisor restarts with backoff; after 5 crashes in 10 minutes
+ *   it gives up: crashed_at is set (the deployment stays the record, it no
+ *   longer serves) and `service.crashed` is emitted.
+ * - Reconcile (at start, at every wake, every RECONCILE_MS = 5 s): every current,
+ *   ready, not crashed deployment served by this runner (served_by = RUNNER_ID)
+ *   runs here: a missing one is launched from its work directory (boot restore,
+ *   promote of an older ready deployment); a running one that is no longer
+ *   current is stopped after that (promote: the promoted one answers first).
+ *   Current deployments served by another runner are that runner's business.
+ * - Stop (server shutdown): the loops stop, builds in flight are aborted and
+ *   their deployments go back to `queued` (recorded, unclaimed), so the next
+ *   start (or another runner) builds them at once; then every app is stopped.
+ * - Secrets: the environment's secret values are masked (••••••••) in every
+ *   build and runtime line of the deployment before it is stored.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Keyring } from "../../../shared/crypto/keyring";
+import type { Db } from "../../../shared/db/types";
+import type { GitHosts } from "../../../shared/git/hosts";
+import type { Logger } from "../../../shared/http/logger";
+import type { UploadStorage } from "../../../shared/storage/types";
+import { type DeploymentRow, markReady } from "../../deployments/store";
+import type { NewLogLine } from "../../logs/store";
+import type { LogWriter } from "../../logs/writer";
+import { emitNotificationEvent } from "../../notifications/fanout";
+import { MASK } from "../../projects/env-store";
+import { cloneTokenFor } from "../../projects/git-store";
+import type { RunnerSettings } from "../config";
+import type { Plan } from "./commands";
+import { baseEnv, buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
+import {
+  advance,
+  claimNext,
+  clearServing,
+  currentOf,
+  decryptServiceValues,
+  deploymentStatuses,
+  deploymentsToServe,
+  type JobContext,
+  LEASE_MS,
+  loadJob,
+  releaseJob,
+  renewLease,
+  setCrashed,
+  setServing,
+  stillServing,
+  supersededBeyond,
+} from "./store";
+import type { AppSpec, Supervisor, SupervisorDeps } from "./types";
+
+export const POLL_MS = 2000;
+export const RECONCILE_MS = 5000;
+export const KEEP_SUPERSEDED = 3;
+const RENEW_MS = LEASE_MS / 3;
+/** Runtime lines kept per launching app, for a failed start's reason. */
+const TAIL_LINES = 10;
+
+export interface RunnerDeps {
+  db: Db;
+  keyring: Keyring;
+  uploads?: UploadStorage;
+  gitHosts: GitHosts;
+  settings: RunnerSettings;
+  /** DATA_DIR: work directories go under DATA_DIR/deployments/. */
+  dataDir: string;
+  logger: Logger;
+  writer: LogWriter;
+  createSupervisor: (deps: SupervisorDeps) => Supervisor;
+  wakeDeliveries: () => void;
+  clock?: () => Date;
+}
+
+export interface Runner {
+  readonly id: string;
+  readonly supervisor: Supervisor;
+  start(): void;
+  /** A deployment was queued, canceled or promoted: claim, renew (a cancel aborts at once) and reconcile now. */
+  wake(): void;
+  /** Stops claiming, aborts builds (back to queued), stops every app. */
+  stop(): Promise<void>;
+  /** Deployment ids being built or launched now. */
+  active(): string[];
+}
+
+interface Job {
+  d: DeploymentRow;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+export function createRunner(deps: RunnerDeps): Runner {
+  const { db, settings } = deps;
+  const runnerId = settings.id;
+  const now = deps.clock ?? (() => new Date());
+  const workRoot = join(deps.dataDir, "deployments");
+  const jobs = new Map<string, Job>();
+  /** Deployments whose app a job or the reconcile loop is starting: reconcile leaves them alone. */
+  const launching = new Set<string>();
+  /** Secret values per deployment, masked in its lines. */
+  const masks = new Map<string, string[]>();
+  const tails = new Map<string, string[]>();
+  let started = false;
+  let stopping = false;
+  let pollTimer: ReturnType<typeof setInterval> | undefined;
+  let reconcileTimer: ReturnType<typeof setInterval> | undefined;
+  let pumping: Promise<void> | undefined;
+  let pumpAgain = false;
+  let reconciling: Promise<void> | undefined;
+  let reconcileAgain = false;
+
+  const mask = (deploymentId: string | null, message: string) => {
+    const secrets = deploymentId ? masks.get(deploymentId) : undefined;
+    if (!secrets) return message;
+    let out = message;
+    for (const s of secrets) if (s.length >= 4 && out.includes(s)) out = out.replaceAll(s, MASK);
+    return out;
+  };
+  const log = (line: NewLogLine) => {
+    const message = mask(line.deploymentId, line.message);
+    if (line.deploymentId && line.kind === "runtime") {
+      const tail = tails.get(line.deploymentId);
+      if (tail) {
+        tail.push(message);
+        if (tail.length > TAIL_LINES) tail.shift();
+      }
+    }
+    deps.writer.write({ ...line, message });
+  };
+  const system = (d: Pick<DeploymentRow, "id" | "orgId" | "projectId">, kind: "build" | "runtime", message: string) =>
+    log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind, stream: "system", at: now(), message });
+
+  const emit = async (d: DeploymentRow, category: string, title: string, message: string) => {
+    try {
+      await emitNotificationEvent(
+        db,
+        { orgId: d.orgId, category, title, message, projectId: d.projectId, data: { deploymentId: d.id, environmentId: d.environmentId } },
+        now(),
+      );
+      deps.wakeDeliveries();
+    } catch (error) {
+      deps.logger.error("runner_event_failed", { deploymentId: d.id, category, error: (error as Error).message });
+    }
+  };
+
+  const supervisor = deps.createSupervisor({
+    log,
+    healthTimeoutMs: settings.healthTimeoutMs,
+    stopGraceMs: settings.stopGraceMs,
+    onGiveUp(spec, reason) {
+      void (async () => {
+        // The supervisor logged its restarts and the give-up as runtime system lines.
+        const row = await setCrashed(db, spec.deploymentId, now());
+        masks.delete(spec.deploymentId);
+        await deps.writer.flush();
+        if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} crashed too often and was stopped: ${reason}`);
+      })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
+    },
+  });
+
+  /** The app's environment: the environment's variables over a minimal base; nothing from the server's own environment. */
+  const appSpecOf = async (job: JobContext, plan: Plan): Promise<AppSpec> => {
+    const common = { deploymentId: job.d.id, orgId: job.d.orgId, projectId: job.d.projectId, environmentId: job.d.environmentId };
+    if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir };
+    const serviceValues = await decryptServiceValues(deps.keyring, job.d);
+    const base = { ...baseEnv(workDirOf(workRoot, job.d.id)), NODE_ENV: "production" };
+    for (const values of Object.values(serviceValues)) masks.get(job.d.id)?.push(...Object.values(values));
+    return {
+      ...common,
+      kind: "processes",
+      memoryMb: job.project.productionMemoryMb,
+      processes: plan.processes.map((p) => ({
+        name: p.name,
+        command: p.command,
+        cwd: p.cwd,
+        http: p.http,
+        env: { ...base, ...job.env, ...(Object.hasOwn(serviceValues, p.name) ? serviceValues[p.name] : {}) },
+      })),
+    };
+  };
+
+  /** Starts the app; resolves with its port, or throws JobFailure("deploy") with the reason and the last lines. */
+  const launch = async (job: JobContext, plan: Plan, signal?: AbortSignal): Promise<number> => {
+    const id = job.d.id;
+    launching.add(id);
+    tails.set(id, []);
+    try {
+      const app = await supervisor.launch(await appSpecOf(job, plan), { signal });
+      return app.port;
+    } catch (e) {
+      if (signal?.aborted) throw new JobAborted("aborted");
+      const tail = tails.get(id) ?? [];
+      throw new JobFailure("deploy", `start failed: ${(e as Error).message}${tail.length ? `; last lines:\n${tail.join("\n")}` : ""}`);
+    } finally {
+      launching.delete(id);
+      tails.delete(id);
+    }
+  };
+
+  const removeWorkDir = (id: string) => rmSync(workDirOf(workRoot, id), { recursive: true, force: true });
+
+  async function runJob(claimed: DeploymentRow, abort: AbortController): Promise<void> {
+    const id = claimed.id;
+    const renew = setInterval(() => void renewOne(id), RENEW_MS);
+    let job: JobContext | undefined;
+    try {
+      job = await loadJob(db, deps.keyring, id);
+      if (!job) return;
+      masks.set(id, [...job.secrets]);
+      const plan = await buildDeployment(
+        job,
+        {
+          workRoot,
+          gitHosts: deps.gitHosts,
+          uploads: deps.uploads,
+          buildTimeoutMs: settings.buildTimeoutMs,
+          cloneToken: (j) => (j.d.createdBy ? cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy) : Promise.resolve(null)),
+          log,
+        },
+        abort.signal,
+      );
+      await deps.writer.flush();
+      if (!(await advance(db, id, runnerId, ["building"], "deploying", now()))) throw new JobAborted("no longer ours");
+      system(job.d, "build", "Starting the app");
+      const port = await launch(job, plan, abort.signal);
+      await setServing(db, id, runnerId, port, now());
+      const previous = await currentOf(db, job.d.environmentId);
+      const ready = await markReady(db, id, now());
+      system(job.d, "build", `Ready: the app answers on port ${port}`);
+      await deps.writer.flush();
+      if (previous && previous.id !== id && supervisor.running().some((a) => a.deploymentId === previous.id)) {
+        await supervisor.stop(previous.id);
+        await clearServing(db, previous.id, runnerId);
+      }
+      await emit(ready, "deploy.succeeded", `Deployed to ${job.environment.name}`, `${job.project.name}: deployment ${id} is live`);
+      await prune(job.d.environmentId);
+    } catch (e) {
+      if (supervisor.running().some((a) => a.deploymentId === id)) await supervisor.stop(id).catch(() => {});
+      if (e instanceof JobAborted || abort.signal.aborted) {
+        if (stopping) {
+          system(claimed, "build", "The server is stopping: the deployment goes back to the queue");
+          await deps.writer.flush();
+          await releaseJob(db, id, runnerId, now());
+        } else {
+          system(claimed, "build", "Canceled");
+          await deps.writer.flush();
+          removeWorkDir(id);
+        }
+        return;
+      }
+      const failure = e instanceof JobFailure ? e : new JobFailure("deploy", `internal error: ${(e as Error).message}`);
+      if (!(e instanceof JobFailure)) deps.logger.error("runner_job_failed", { deploymentId: id, error: (e as Error).message });
+      const reason = mask(id, failure.message);
+      system(claimed, "build", `Failed: ${reason.split("\n")[0]}`);
+      await deps.writer.flush();
+      const failed = await advance(db, id, runnerId, ["building", "deploying"], "failed", now(), reason);
+      removeWorkDir(id);
+      if (failed) {
+        const name = job?.project.name ?? failed.projectId;
+        if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`);
+        else await emit(failed, "deploy.failed", "Deploy failed", `${name}: ${reason}`);
+      }
+    } finally {
+      clearInterval(renew);
+      if (!supervisor.running().some((a) => a.deploymentId === id)) masks.delete(id);
+    }
+  }
+
+  async function renewOne(id: string) {
+    const job = jobs.get(id);
+    if (!job || job.abort.signal.aborted) return;
+    try {
+      if (!(await renewLease(db, id, runnerId, now()))) job.abort.abort();
+    } catch (error) {
+      deps.logger.error("runner_renew_failed", { deploymentId: id, error: (error as Error).message });
+    }
+  }
+
+  async function prune(environmentId: string) {
+    for (const id of await supersededBeyond(db, environmentId, runnerId, KEEP_SUPERSEDED)) {
+      if (supervisor.running().some((a) => a.deploymentId === id)) continue;
+      removeWorkDir(id);
+    }
+  }
+
+  function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return pumping;
+    }
+    pumping = (async () => {
+      do {
+        pumpAgain = false;
+        while (!stopping && jobs.size < settings.concurrency) {
+          const d = await claimNext(db, runnerId, now());
+          if (!d) break;
+          const abort = new AbortController();
+          const job: Job = { d, abort, done: Promise.resolve() };
+          jobs.set(d.id, job);
+          job.done = runJob(d, abort)
+            .catch((error) => deps.logger.error("runner_job_crashed", { deploymentId: d.id, error: (error as Error).message }))
+            .finally(() => {
+              jobs.delete(d.id);
+              if (!stopping) void pump();
+            });
+        }
+      } while (pumpAgain && !stopping);
+    })()
+      .catch((error) => deps.logger.error("runner_claim_failed", { error: (error as Error).message }))
+      .finally(() => {
+        pumping = undefined;
+      });
+    return pumping;
+  }
+
+  /** Launches what should run here and is not running; stops what runs here and should not. */
+  function reconcile(): Promise<void> {
+    if (reconciling) {
+      reconcileAgain = true;
+      return reconciling;
+    }
+    reconciling = (async () => {
+      do {
+        reconcileAgain = false;
+        await reconcileOnce();
+      } while (reconcileAgain && !stopping);
+    })()
+      .catch((error) => deps.logger.error("runner_reconcile_failed", { error: (error as Error).message }))
+      .finally(() => {
+        reconciling = undefined;
+      });
+    return reconciling;
+  }
+
+  async function reconcileOnce() {
+    if (stopping) return;
+    const running = new Set(supervisor.running().map((a) => a.deploymentId));
+    for (const d of await deploymentsToServe(db, runnerId)) {
+      if (stopping) return;
+      if (running.has(d.id) || launching.has(d.id) || jobs.has(d.id)) continue;
+      await restore(d);
+    }
+    const others = supervisor
+      .running()
+      .map((a) => a.deploymentId)
+      .filter((id) => !launching.has(id) && !jobs.has(id));
+    const keep = await stillServing(db, others);
+    for (const id of others) {
+      if (keep.has(id) || stopping) continue;
+      await supervisor.stop(id);
+      await clearServing(db, id, runnerId);
+      if (!launching.has(id)) masks.delete(id);
+    }
+  }
+
+  /** Launches a ready deployment from its work directory (no rebuild); a failure marks it crashed. */
+  async function restore(d: DeploymentRow) {
+    const path = planPathOf(workDirOf(workRoot, d.id));
+    const fail = async (reason: string) => {
+      system(d, "runtime", reason);
+      await deps.writer.flush();
+      const row = await setCrashed(db, d.id, now());
+      if (row) await emit(row, "service.crashed", "Service crashed", `Deployment ${d.id} could not be started: ${reason}`);
+    };
+    if (!existsSync(path)) return fail("The deployment's build is no longer on this server (pruned or removed): redeploy it");
+    const job = await loadJob(db, deps.keyring, d.id);
+    if (!job) return;
+    masks.set(d.id, [...job.secrets]);
+    system(d, "runtime", "Starting the app (restore)");
+    try {
+      const plan = JSON.parse(readFileSync(path, "utf8")) as Plan;
+      const port = await launch(job, plan);
+      await setServing(db, d.id, runnerId, port, now());
+    } catch (e) {
+      masks.delete(d.id);
+      await fail((e as Error).message);
+    }
+  }
+
+  /** Work directories of deployments that failed, were canceled or are gone (left by a crash of the server). */
+  async function sweepWorkDirs() {
+    if (!existsSync(workRoot)) return;
+    const ids = readdirSync(workRoot).filter((n) => /^[a-z]+_[0-9a-z]+$/.test(n));
+    const statuses = await deploymentStatuses(db, ids);
+    for (const id of ids) {
+      const status = statuses.get(id);
+      if (!status || status === "failed" || status === "canceled") removeWorkDir(id);
+    }
+  }
+
+  return {
+    id: runnerId,
+    supervisor,
+    start() {
+      if (started) return;
+      started = true;
+      mkdirSync(workRoot, { recursive: true, mode: 0o700 });
+      void sweepWorkDirs()
+        .catch((error) => deps.logger.error("runner_sweep_failed", { error: (error as Error).message }))
+        .then(() => reconcile())
+        .then(() => pump());
+      pollTimer = setInterval(() => void pump(), POLL_MS);
+      reconcileTimer = setInterval(() => void reconcile(), RECONCILE_MS);
+    },
+    wake() {
+      if (!started || stopping) return;
+      for (const id of jobs.keys()) void renewOne(id);
+      void pump();
+      void reconcile();
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      clearInterval(pollTimer);
+      clearInterval(reconcileTimer);
+      await pumping;
+      for (const job of jobs.values()) job.abort.abort();
+      await Promise.all([...jobs.values()].map((j) => j.done));
+      await reconciling;
+      await supervisor.stopAll();
+      await deps.writer.flush();
+    },
+    active: () => [...jobs.keys(), ...launching],
+  };
+}

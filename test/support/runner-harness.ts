@@ -1,0 +1,142 @@
+/**
+ * A self-hosted server with its runner ON for the runner suites (test/node/runner/):
+ * the services `npm start` builds (createNodeServices) over a Postgres database
+ * of the suite's own (freshDatabase: other files' queued deployments are never
+ * claimed, and concurrency is real), a data directory of its own, short
+ * timeouts. `restart()` closes it and opens a new one on the same data and
+ * database (a server restart). Git repositories with real files go to a git
+ * test server the suite starts (pushApp).
+ */
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { inject } from "vitest";
+import { createApp } from "../../functions/app";
+import { type RunnerSettings, loadNodeConfig } from "../../functions/self-hosted/config";
+import { createNodeServices, type NodeServices } from "../../functions/self-hosted/services";
+import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
+import { openPostgres } from "../../shared/db/postgres";
+import { jsonLogger } from "../../shared/http/logger";
+import { freshDatabase, type FreshDatabase } from "./fresh-database";
+import type { GitTestServer } from "./git-server";
+import { buildRequest, type Harness, type RequestOptions } from "./harness";
+import { TEST_SECRET_KEYS } from "./test-keys";
+
+const run = promisify(execFile);
+
+export const FIXTURE_APP = join(import.meta.dirname, "..", "fixtures", "apps", "node-app");
+
+export interface RunnerServer extends Harness {
+  dataDir: string;
+  node: NodeServices;
+  /** Structured log lines of the server (never the app's). */
+  logs: string[];
+}
+
+export interface RunnerServerOptions {
+  databaseUrl: string;
+  dataDir: string;
+  gitUrl: string;
+  runner?: Partial<RunnerSettings>;
+  /** More settings, as an operator would write them. */
+  env?: Record<string, string>;
+}
+
+/** The default test settings: builds time out after 60 s, apps get 20 s to answer, a 1 s stop grace. */
+export async function startRunnerServer(opts: RunnerServerOptions): Promise<RunnerServer> {
+  const keyring: Keyring = await createKeyring(TEST_SECRET_KEYS);
+  const logs: string[] = [];
+  const logger = jsonLogger((line) => logs.push(line));
+  const config = loadNodeConfig({
+    DATA_DIR: opts.dataDir,
+    DATABASE_URL: opts.databaseUrl,
+    SECRET_KEYS: TEST_SECRET_KEYS,
+    SHARED_DOMAIN: "apps.test",
+    OUTBOUND_ALLOW_PRIVATE: "true",
+    GIT_GITEA_URL: opts.gitUrl,
+    RUNNER: "on",
+    BUILD_TIMEOUT: "60s",
+    HEALTH_TIMEOUT: "20s",
+    STOP_GRACE: "1s",
+    ...opts.env,
+  });
+  const database = await openPostgres(opts.databaseUrl, { migrate: false, max: 10 });
+  const node = await createNodeServices(config, database, keyring, logger, { runner: opts.runner });
+  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+  node.start();
+  let closed: Promise<void> | undefined;
+  return {
+    runtime: "node-postgres",
+    realConcurrency: true,
+    db: database.db,
+    keyring,
+    logs,
+    dataDir: opts.dataDir,
+    node,
+    request: async (path: string, init?: RequestOptions) => app.fetch(buildRequest(path, init)),
+    close: () =>
+      (closed ??= (async () => {
+        await node.close();
+        await database.close();
+      })()),
+  } as RunnerServer;
+}
+
+/** A migrated database and a data directory for one suite; dropped and removed by `drop`. */
+export async function runnerFixture(prefix: string): Promise<{ db: FreshDatabase; dataDir: string; drop(): Promise<void> }> {
+  const db = await freshDatabase(inject("pgUrl"), prefix, { migrate: true });
+  const dataDir = mkdtempSync(join(tmpdir(), `${prefix}-data-`));
+  return {
+    db,
+    dataDir,
+    drop: async () => {
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_AUTHOR_NAME: "Test",
+  GIT_AUTHOR_EMAIL: "test@example.com",
+  GIT_COMMITTER_NAME: "Test",
+  GIT_COMMITTER_EMAIL: "test@example.com",
+};
+
+/**
+ * Commits the fixture app (plus `extra` files) onto `branch` of a repository of
+ * the test git server and returns the commit.
+ */
+export async function pushApp(git: GitTestServer, owner: string, repo: string, branch = "trunk", extra: Record<string, string> = {}): Promise<string> {
+  const work = mkdtempSync(join(tmpdir(), "ws-push-"));
+  try {
+    const bare = join(git.root, "repos", owner, `${repo}.git`);
+    await run("git", ["clone", "--quiet", "--branch", branch, bare, work], { env: GIT_ENV });
+    cpSync(FIXTURE_APP, work, { recursive: true });
+    for (const [name, content] of Object.entries(extra)) writeFileSync(join(work, name), content);
+    await run("git", ["add", "-A"], { cwd: work, env: GIT_ENV });
+    await run("git", ["commit", "--quiet", "--allow-empty", "-m", "the app"], { cwd: work, env: GIT_ENV });
+    await run("git", ["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env: GIT_ENV });
+    return (await run("git", ["rev-parse", "HEAD"], { cwd: work, env: GIT_ENV })).stdout.trim();
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The fixture app (plus `extra` files) as a gzipped tarball made by the machine's tar, under a top folder `app/`. */
+export async function appTarball(extra: Record<string, string> = {}): Promise<Uint8Array> {
+  const dir = mkdtempSync(join(tmpdir(), "ws-tgz-"));
+  try {
+    cpSync(FIXTURE_APP, join(dir, "app"), { recursive: true });
+    for (const [name, content] of Object.entries(extra)) writeFileSync(join(dir, "app", name), content);
+    const { stdout } = await run("tar", ["-czf", "-", "-C", dir, "app"], { encoding: "buffer", maxBuffer: 64 * 1024 * 1024 });
+    return new Uint8Array(stdout);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
