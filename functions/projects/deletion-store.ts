@@ -2,7 +2,7 @@
  * What deleting a project removes, counted per kind, and the removal itself: one
  * transaction under the project's row lock, so the counts answered are what went.
  */
-import { and, count, eq } from "drizzle-orm";
+import { and, count, eq, ne } from "drizzle-orm";
 import { apiTokens, deployments, domains, environments, envVars, projects, projectServices } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { findProject, type ProjectRow } from "./store";
@@ -39,7 +39,8 @@ export async function deleteProject(db: Db, orgId: string, id: string) {
     // FOR UPDATE waits for writers holding KEY SHARE (env, environments, domains, sessions) and blocks new ones.
     const project = await findProject(tx, orgId, id, "update");
     const removes = await deletionCounts(tx, project);
-    await tx.delete(apiTokens).where(and(eq(apiTokens.projectId, project.id), eq(apiTokens.kind, "deployment_session")));
+    // Project-pinned tokens (deployment sessions, log-stream tokens) go with their project.
+    await tx.delete(apiTokens).where(and(eq(apiTokens.projectId, project.id), ne(apiTokens.kind, "personal")));
     // Environments, env vars, domains and deployments go with it (ON DELETE CASCADE).
     await tx.delete(projects).where(eq(projects.id, project.id));
     return removes;

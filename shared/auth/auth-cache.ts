@@ -15,13 +15,15 @@
  * Only complete answers (a valid token of a member of the active organization)
  * are cached; failures always go to the database. The TTL is a safety net.
  */
+import type { TokenKind } from "../db/schema";
+
 export interface AuthRow {
   tokenId: string;
   userId: string;
   scopes: string[] | null;
   expiresAt: Date | null;
   revokedAt: Date | null;
-  kind: "personal" | "deployment_session";
+  kind: TokenKind;
   projectId: string | null;
   tokenOrg: string | null;
   memberOrg: string | null;

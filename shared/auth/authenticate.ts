@@ -5,7 +5,7 @@
  * naming another organization is refused like a non-member's.
  */
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { apiTokens, memberships, users } from "../db/schema";
+import { apiTokens, memberships, type TokenKind, users } from "../db/schema";
 import type { AuthCache, AuthRow } from "./auth-cache";
 import { preparedStatement } from "../db/prepared";
 import type { Db } from "../db/types";
@@ -58,7 +58,7 @@ async function lookupRow(db: Db, hash: string, orgHeader: string | undefined, no
 export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthResult> {
   const row = await lookupRow(db, await hashToken(token), orgHeader, now, cache);
   if (!row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) return { ok: false, reason: "invalid" };
-  const session = row.kind === "deployment_session";
+  const session = row.kind !== "personal";
   if (session && (!row.projectId || !row.tokenOrg)) return { ok: false, reason: "invalid" };
   if (orgHeader && (!row.memberOrg || (row.tokenOrg && row.tokenOrg !== orgHeader))) return { ok: false, reason: "not_member" };
   return {
@@ -70,7 +70,7 @@ export async function authenticate(db: Db, token: string, orgHeader: string | un
       orgId: row.memberOrg,
       role: row.role,
       tags: row.role ? effectiveTags(row.role, row.scopes) : [],
-      ...(session ? { sessionProjectId: row.projectId! } : {}),
+      ...(session ? { session: { kind: row.kind as Exclude<TokenKind, "personal">, projectId: row.projectId! } } : {}),
     },
   };
 }

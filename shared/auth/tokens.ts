@@ -7,6 +7,8 @@ import { randomBytes, sha256Hex, toBase64Url } from "../crypto/encoding";
 export const TOKEN_PREFIX = "wsp_";
 /** Deployment-session tokens (short-lived, read-only, one project): recognizable in logs and scanners. */
 export const SESSION_TOKEN_PREFIX = "wsd_";
+/** Log-stream tokens (60 s to connect, one project's server-log stream, sent in a URL because EventSource cannot set headers). */
+export const LOG_STREAM_TOKEN_PREFIX = "wsl_";
 
 export function generateToken(prefix: string = TOKEN_PREFIX): string {
   return prefix + toBase64Url(randomBytes(32));

@@ -68,10 +68,11 @@ export interface Caller {
   /** Effective tags in the active organization: role tags ∩ token scopes. */
   tags: Tag[];
   /**
-   * Set only for a deployment-session token: the one project it may read. The guard
-   * refuses such a caller (403) on every route but the few listed in guard.ts.
+   * Set only for a project-pinned token (a deployment session, a log-stream token):
+   * its kind and the one project it may read. The guard refuses such a caller (403)
+   * on every route but the few listed for its kind in guard.ts.
    */
-  sessionProjectId?: string;
+  session?: { kind: "deployment_session" | "log_stream"; projectId: string };
 }
 
 /**

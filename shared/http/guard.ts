@@ -8,6 +8,7 @@ import type { MiddlewareHandler } from "hono";
 import { deployments } from "../db/schema";
 import { authenticate } from "../auth/authenticate";
 import { holdsPersonalTag, type Tag } from "../auth/permissions";
+import { LOG_STREAM_TOKEN_PREFIX } from "../auth/tokens";
 import type { AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { isUnsafeText } from "./safe-text";
@@ -29,6 +30,15 @@ const SESSION_ROUTES = new Map<string, "project" | "deployment">([
   ["GET /api/projects/:id/logs", "project"],
   ["GET /api/projects/:id/logs/stream", "project"],
 ]);
+
+/**
+ * The only route a log-stream token may call, with `:id` its project. There (and
+ * only there) the token may come in the `token` query parameter instead of the
+ * Authorization header, because browsers' EventSource cannot send headers; a
+ * token of any other kind in the query is refused, so long-lived tokens never
+ * end up in URLs and access logs.
+ */
+const STREAM_ROUTES = new Set(["GET /api/projects/:id/server-logs/stream"]);
 
 /** Whether `:id` names what a session of `projectId` may read on a route of that kind. */
 async function sessionMayRead(
@@ -53,7 +63,12 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (access === "public" && !header) return next();
-    const match = header ? BEARER.exec(header) : null;
+    const route = `${c.req.method} ${c.req.routePath}`;
+    const queryToken = !header && STREAM_ROUTES.has(route) ? c.req.query("token") : undefined;
+    const match = header ? BEARER.exec(header) : queryToken !== undefined ? BEARER.exec(`Bearer ${queryToken}`) : null;
+    if (queryToken !== undefined && !queryToken.startsWith(LOG_STREAM_TOKEN_PREFIX)) {
+      throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
+    }
     if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
     // Routes under /api/orgs/:orgId act on the organization in the path.
     const orgId = c.req.param("orgId") ?? c.req.header("x-organization-id");
@@ -63,12 +78,12 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
       if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");
     }
-    const sessionProject = result.caller.sessionProjectId;
-    if (
-      sessionProject !== undefined &&
-      !(await sessionMayRead(c, SESSION_ROUTES.get(`${c.req.method} ${c.req.routePath}`), sessionProject, result.caller.orgId))
-    ) {
+    const session = result.caller.session;
+    if (session?.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(route), session.projectId, result.caller.orgId))) {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
+    }
+    if (session?.kind === "log_stream" && !(STREAM_ROUTES.has(route) && c.req.param("id") === session.projectId)) {
+      throw new ApiError("forbidden", "A log-stream token may only open its own project's server-log stream");
     }
     c.set("caller", result.caller);
     if (access !== "public" && access !== "authenticated" && !holdsPersonalTag(result.caller.scopes, access)) {

@@ -3,6 +3,10 @@ import { sql } from "drizzle-orm";
 import { index, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, ts } from "./columns";
 
+/** Kinds of api_tokens rows; all but `personal` are pinned to one project. */
+export const TOKEN_KINDS = ["personal", "deployment_session", "log_stream"] as const;
+export type TokenKind = (typeof TOKEN_KINDS)[number];
+
 export const organizations = pgTable("organizations", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
@@ -56,10 +60,9 @@ export const apiTokens = pgTable(
     /**
      * `deployment_session`: a short-lived read-only token pinned to one project
      * (`project_id`, in `org_id`), accepted only by the routes listed in shared/http/guard.ts.
+     * `log_stream`: the same, for one route only (the project's server-log stream), 60 s to connect.
      */
-    kind: text("kind", { enum: ["personal", "deployment_session"] })
-      .notNull()
-      .default("personal"),
+    kind: text("kind", { enum: TOKEN_KINDS }).notNull().default("personal"),
     projectId: text("project_id"),
     orgId: text("org_id").references(() => organizations.id, { onDelete: "cascade" }),
     createdAt: createdAt(),
