@@ -1,0 +1,59 @@
+/**
+ * A crashing app: the supervisor restarts it with backoff; after 5 crashes in
+ * 10 minutes it gives up: the deployment keeps its record (ready, current) but
+ * is marked crashed, no longer serves (no port), and `service.crashed` is emitted.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGitServer, type GitTestServer } from "../../support/git-server";
+import { seedTenant } from "../../support/harness";
+import { runnerClient } from "../../support/runner-client";
+import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+
+let git: GitTestServer;
+let fixture: Awaited<ReturnType<typeof runnerFixture>>;
+let server: RunnerServer;
+const c = runnerClient(
+  () => server,
+  () => git,
+);
+
+beforeAll(async () => {
+  git = await startGitServer();
+  fixture = await runnerFixture("runner_crash");
+  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await git?.close();
+  await fixture?.drop();
+});
+
+describe("runner: crashes", () => {
+  it("restarts a crashed app, then gives up after repeated crashes: crashed_at, no port, service.crashed", { timeout: 180_000 }, async () => {
+    const t = await seedTenant(server);
+    // The app exits 1.5 s after each start: it answers (ready), then crashes again and again.
+    const { p } = await c.gitProject(t, [{ key: "CRASH_AFTER_MS", value: "1500" }]);
+    const d = await c.waitFor(t, (await c.deploy(t, p.id)).id, ["ready", "failed"]);
+    expect(d.status).toBe("ready");
+    const deadline = Date.now() + 170_000;
+    let row = await c.row(d.id);
+    while (!row.crashedAt && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      row = await c.row(d.id);
+    }
+    expect(row.crashedAt).not.toBeNull();
+    expect(row.port).toBeNull();
+    expect(row).toMatchObject({ status: "ready", current: true });
+    const lines = (await c.logsOf(d.id)).filter((l) => l.kind === "runtime").map((l) => l.message);
+    expect(lines.filter((m) => m.startsWith("starting version")).length).toBeGreaterThanOrEqual(5);
+    expect(lines.some((m) => /^Restarting web in .+ \(restart 1 of at most 5/.test(m))).toBe(true);
+    expect(lines.some((m) => m.startsWith("Gave up restarting"))).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await c.events(p.id, "service.crashed")).toHaveLength(1);
+    expect(server.node.runner!.supervisor.running().map((a) => a.deploymentId)).not.toContain(d.id);
+    // Reconcile does not bring a crashed deployment back.
+    server.node.services.wakeRunner?.();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(server.node.runner!.supervisor.running().map((a) => a.deploymentId)).not.toContain(d.id);
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Build limits of the runner: a build over BUILD_TIMEOUT is killed (its whole
+ * process group) and fails with a reason naming the setting; a cancel during
+ * the build stops it at once (process group gone) and stays `canceled`.
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGitServer, type GitTestServer } from "../../support/git-server";
+import { expectStatus, seedTenant } from "../../support/harness";
+import { useCleanups } from "../../support/cleanups";
+import { alive, runnerClient } from "../../support/runner-client";
+import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+
+let git: GitTestServer;
+let fixture: Awaited<ReturnType<typeof runnerFixture>>;
+let server: RunnerServer;
+const c = runnerClient(
+  () => server,
+  () => git,
+);
+const { tempDir } = useCleanups("ws-limits-");
+
+beforeAll(async () => {
+  git = await startGitServer();
+  fixture = await runnerFixture("runner_limits");
+  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url, env: { BUILD_TIMEOUT: "5s" } });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await git?.close();
+  await fixture?.drop();
+});
+
+async function waitForFile(path: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(path) || readFileSync(path, "utf8") === "") {
+    if (Date.now() > deadline) throw new Error(`${path} never appeared`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return Number(readFileSync(path, "utf8"));
+}
+
+async function untilDead(pid: number, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return !alive(pid);
+}
+
+describe("runner: build limits", () => {
+  it("kills a build over BUILD_TIMEOUT (its process group) and fails it naming the setting", async () => {
+    const t = await seedTenant(server);
+    const pidFile = join(tempDir(), "pid");
+    const { p } = await c.gitProject(t, [
+      { key: "SLOW_BUILD", value: "1" },
+      { key: "BUILD_PID_FILE", value: pidFile },
+    ]);
+    const started = Date.now();
+    const d = await c.deploy(t, p.id);
+    const grandchild = await waitForFile(pidFile);
+    expect(alive(grandchild)).toBe(true);
+    const failed = await c.waitFor(t, d.id, ["failed", "ready"], 30_000);
+    expect(failed.status).toBe("failed");
+    expect(failed.failureReason).toBe("build timed out after 5.0 s (BUILD_TIMEOUT)");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
+    expect(await untilDead(grandchild)).toBe(true);
+    expect((await c.events(p.id, "build.failed")).length).toBe(1);
+  });
+
+  it("a cancel during the build stops it at once: process group gone, canceled stays, work directory removed", async () => {
+    const t = await seedTenant(server);
+    const pidFile = join(tempDir(), "pid");
+    const { p } = await c.gitProject(t, [
+      { key: "SLOW_BUILD", value: "1" },
+      { key: "BUILD_PID_FILE", value: pidFile },
+    ]);
+    const d = await c.deploy(t, p.id);
+    const grandchild = await waitForFile(pidFile);
+    await expectStatus(await c.call(t, `/api/deployments/${d.id}/cancel`, { json: {} }), 200);
+    expect(await untilDead(grandchild, 3000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    const after = await c.read(t, d.id);
+    expect(after.status).toBe("canceled");
+    expect(after.transitions.map((x) => x.status)).toEqual(["queued", "building", "canceled"]);
+    expect(readdirSync(join(server.dataDir, "deployments"))).not.toContain(d.id);
+    expect((await c.logsOf(d.id)).map((l) => l.message)).toContain("Canceled");
+    expect(server.node.runner!.active()).not.toContain(d.id);
+  });
+});
