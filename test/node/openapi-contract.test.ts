@@ -30,6 +30,8 @@ const VALID_SAMPLES: Record<string, string[]> = {
   "^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$": ["web", "api-1", "db.primary"],
   "^[0-9]{1,15}$": ["0", "42", "123456789012345"],
   "^\\/[\\x21-\\x7e]*$": ["/", "/api", "/static/*.js", "/admin/**"],
+  "^[1-5](?:xx|[0-9]{2})$": ["2xx", "5xx", "404", "101"],
+  "^[A-Z]{1,16}$": ["GET", "POST", "PROPFIND"],
 };
 
 function collect(node: unknown, key: string, out: Array<{ path: string; value: any }>, path = "#"): typeof out {
