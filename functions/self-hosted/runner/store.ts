@@ -38,9 +38,14 @@ export async function claimNext(db: Db, runnerId: string, now: Date, leaseMs = L
       .for("update", { skipLocked: true });
     if (!row) return undefined;
     let d = row;
-    // A job whose runner died: its history shows the restart.
-    if (d.status !== "queued") d = await transition(tx, d, "queued", now);
-    d = await transition(tx, d, "building", now);
+    let at = now;
+    // A job whose runner died: its history shows the restart (queued again, then building a millisecond
+    // later: transitions are read in time order, and two at the same instant would have no order).
+    if (d.status !== "queued") {
+      d = await transition(tx, d, "queued", now);
+      at = new Date(now.getTime() + 1);
+    }
+    d = await transition(tx, d, "building", at);
     const [claimed] = await tx
       .update(deployments)
       .set({ claimedBy: runnerId, leaseExpiresAt: new Date(now.getTime() + leaseMs), servedBy: null, port: null, crashedAt: null })

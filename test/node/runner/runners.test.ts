@@ -84,9 +84,9 @@ describe("runner: two runners on one database", () => {
           commitSha: commit,
           createdBy: t.userId,
         },
-        new Date(),
+        new Date(Date.now() - 2000),
       );
-      await transition(tx, d, "building", new Date());
+      await transition(tx, d, "building", new Date(Date.now() - 1000));
       await tx
         .update(deployments)
         .set({ claimedBy: "dead-runner", leaseExpiresAt: new Date(Date.now() - 1000) })
