@@ -34,7 +34,7 @@
  * - Secrets: the environment's secret values are masked (••••••••) in every
  *   build and runtime line of the deployment before it is stored.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Keyring } from "../../../shared/crypto/keyring";
 import type { Db } from "../../../shared/db/types";
@@ -415,7 +415,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     start() {
       if (started) return;
       started = true;
-      mkdirSync(workRoot, { recursive: true, mode: 0o700 });
+      // The work root is made by the first build (a server that never builds needs no DATA_DIR, e.g. on Postgres with WORKSPACE_OWNER_TOKEN).
       void sweepWorkDirs()
         .catch((error) => deps.logger.error("runner_sweep_failed", { error: (error as Error).message }))
         .then(() => reconcile())
