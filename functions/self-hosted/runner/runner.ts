@@ -184,7 +184,8 @@ export function createRunner(deps: RunnerDeps): Runner {
     const common = { deploymentId: job.d.id, orgId: job.d.orgId, projectId: job.d.projectId, environmentId: job.d.environmentId };
     if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir };
     const serviceValues = await decryptServiceValues(deps.keyring, job.d);
-    const base = { ...baseEnv(workDirOf(workRoot, job.d.id)), NODE_ENV: "production" };
+    // An app started through npm must not ask the registry about npm updates at every start (or restart).
+    const base = { ...baseEnv(workDirOf(workRoot, job.d.id)), NODE_ENV: "production", npm_config_update_notifier: "false" };
     for (const values of Object.values(serviceValues)) masks.get(job.d.id)?.push(...Object.values(values));
     return {
       ...common,
