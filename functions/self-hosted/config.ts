@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
+import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
@@ -31,6 +32,7 @@ const EnvSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_PREFIX: z.string().default("uploads/"),
+  TRUSTED_PROXIES: z.string().max(4096).optional(),
   RUNNER: z.enum(["on", "off"], { message: "RUNNER must be on or off" }).default("on"),
   RUNNER_CONCURRENCY: z.coerce.number().int().min(1, "RUNNER_CONCURRENCY must be 1 to 32").max(32, "RUNNER_CONCURRENCY must be 1 to 32").default(1),
   BUILD_TIMEOUT: z.string().default("15m"),
@@ -98,6 +100,8 @@ export type NodeConfig = {
   /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
   gitHosts: GitHosts;
   runner: RunnerSettings;
+  /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For the edge believes (CIDR blocks); empty: none, the connection's peer is the client. */
+  trustedProxies: Cidr[];
   /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
   logRetention: LogRetention;
 };
@@ -128,10 +132,20 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
     id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
   };
+  const trustedProxies = (e.TRUSTED_PROXIES ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "")
+    .map((t) => {
+      const cidr = parseCidr(t);
+      if (!cidr) throw new Error(`Invalid configuration TRUSTED_PROXIES: '${t}' ${cidrProblem(t)}`);
+      return cidr;
+    });
   // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
   const logRetention = logRetentionFromEnv(env);
   return {
     runner,
+    trustedProxies,
     logRetention,
     port: e.PORT,
     host: e.HOST,

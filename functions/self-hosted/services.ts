@@ -28,6 +28,9 @@ import { routeRulesRouter } from "../route-rules";
 import { createLogFeed } from "../../shared/logs/feed";
 import { startLogSweeper } from "../logs/sweeper";
 import { createLogWriter } from "../logs/writer";
+import { listenPgliteChannel, listenPostgresChannel } from "../../shared/db/listen";
+import { createEdge, type Edge } from "./edge/edge";
+import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
 import { createRunner, type Runner } from "./runner/runner";
 import { createSupervisor } from "./runner/supervisor";
@@ -49,6 +52,8 @@ export interface NodeServices {
   /** The self-hosted-only routers: route rules, and the relay route when uploads go to disk. */
   extraRouters: Array<OpenAPIHono<AppEnv>>;
   engine: DeliveryEngine;
+  /** The edge in front of the deployed apps (handed to the HTTP listener by start.ts). */
+  edge: Edge;
   /** The deployment runner (RUNNER=on), started by start(). */
   runner?: Runner;
   /** Starts the background work: the delivery engine polling the outbox, the upload and log sweepers, and the runner (restoring current apps). */
@@ -83,6 +88,21 @@ export async function createNodeServices(
   const logFeed = createLogFeed();
   const writer = createLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
+
+  // The edge's route table, reloaded per project on the database's workspace_edge notifications.
+  const routeTable = await createRouteTable({ db: database.db, sharedDomain: config.sharedDomain, logger });
+  const routeFeed =
+    "client" in database
+      ? await listenPgliteChannel(database.client, EDGE_CHANNEL, { onMessage: routeTable.changed })
+      : await listenPostgresChannel(config.databaseUrl!, EDGE_CHANNEL, { onMessage: routeTable.changed, onActive: routeTable.setActive });
+  const edge = createEdge({
+    db: database.db,
+    table: routeTable,
+    logs: writer,
+    logger,
+    trustedProxies: config.trustedProxies,
+    holdMs: { ...config.runner, ...overrides.runner }.healthTimeoutMs,
+  });
   const runnerSettings = { ...config.runner, ...overrides.runner };
   const runner = runnerSettings.enabled
     ? createRunner({
@@ -118,6 +138,7 @@ export async function createNodeServices(
     },
     extraRouters: [routeRulesRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
+    edge,
     runner,
     start() {
       engine.start();
@@ -133,6 +154,8 @@ export async function createNodeServices(
       await logSweeper?.stop();
       smtp?.close();
       await authFeed.stop();
+      await routeFeed.stop();
+      routeTable.stop();
     },
   };
 }

@@ -61,7 +61,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
     const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
-    http.serve(app.fetch);
+    // One listener: requests for the apps' hostnames go to the edge, everything else to the API.
+    http.serve(app.fetch, node.edge);
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     const readyIn = ((performance.now() - startedAt) / 1000).toFixed(1);
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url} (ready in ${readyIn} s)`);

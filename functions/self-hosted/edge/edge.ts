@@ -39,8 +39,13 @@ export interface EdgeDeps {
   logs: LogWriter;
   logger: Logger;
   trustedProxies: Cidr[];
+  /** How long a request waits for a current deployment that is not listening yet (HEALTH_TIMEOUT); then 503 with Retry-After. */
+  holdMs: number;
   clock?: () => Date;
 }
+
+/** How often a held request looks at the route table again. */
+const HOLD_POLL_MS = 25;
 
 /** The path without its query string (never logged or matched). */
 const pathOf = (url: string | undefined) => {
@@ -52,13 +57,33 @@ const pathOf = (url: string | undefined) => {
 export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
 
-  /** What stops the request before the app: a refusal, or the reason the edge answers itself. */
-  async function gate(target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>) {
-    if (target.disabled) return { reason: "disabled" as EdgeReason, ruleId: null, headers: {} };
+  /**
+   * A port for the request: the current deployment's, or, while it is starting
+   * (promoted, waking), the one it gets within holdMs; null when none.
+   */
+  async function portFor(host: string | undefined, target: EdgeTarget): Promise<number | null> {
+    if (target.deployment?.port) return target.deployment.port;
+    const deadline = performance.now() + deps.holdMs;
+    while (performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, HOLD_POLL_MS));
+      const now = deps.table.lookup(host);
+      if (!now?.deployment) return null;
+      if (now.deployment.port) return now.deployment.port;
+    }
+    return null;
+  }
+
+  type Stop = { reason: EdgeReason; ruleId: string | null; headers: Record<string, string> };
+
+  /** What stops the request before the app (a refusal, or a reason the edge answers itself), else the app's port. */
+  async function gate(req: IncomingMessage, target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>): Promise<Stop | { port: number }> {
+    if (target.disabled) return { reason: "disabled", ruleId: null, headers: {} };
     const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path, clock());
     if (refusal) return refusal;
-    if (!target.deployment) return { reason: "not_deployed" as EdgeReason, ruleId: null, headers: {} };
-    return null;
+    if (!target.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
+    const port = await portFor(req.headers.host, target);
+    if (port === null) return { reason: "waking", ruleId: null, headers: { "retry-after": "5" } };
+    return { port };
   }
 
   function record(
@@ -112,14 +137,14 @@ export function createEdge(deps: EdgeDeps): Edge {
     const path = pathOf(req.url);
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const stop = await gate(target, path, client);
-      if (stop) {
+      const gated = await gate(req, target, path, client);
+      if (!("port" in gated)) {
         req.resume();
-        const bytes = sendPage(res, stop.reason, stop.headers);
-        record(req, target, path, client.text, started, statusOf(stop.reason), bytes, stop.ruleId);
+        const bytes = sendPage(res, gated.reason, gated.headers);
+        record(req, target, path, client.text, started, statusOf(gated.reason), bytes, gated.ruleId);
         return;
       }
-      const result = await proxyHttp(req, res, target.deployment!.port, forwarding(req, client.text));
+      const result = await proxyHttp(req, res, gated.port, forwarding(req, client.text));
       record(req, target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
@@ -133,13 +158,13 @@ export function createEdge(deps: EdgeDeps): Edge {
     const path = pathOf(req.url);
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const stop = await gate(target, path, client);
-      if (stop) {
-        sendPageOnSocket(socket, stop.reason, stop.headers);
-        record(req, target, path, client.text, started, statusOf(stop.reason), 0, stop.ruleId);
+      const gated = await gate(req, target, path, client);
+      if (!("port" in gated)) {
+        sendPageOnSocket(socket, gated.reason, gated.headers);
+        record(req, target, path, client.text, started, statusOf(gated.reason), 0, gated.ruleId);
         return;
       }
-      proxyUpgrade(req, socket, head, target.deployment!.port, forwarding(req, client.text));
+      proxyUpgrade(req, socket, head, gated.port, forwarding(req, client.text));
       record(req, target, path, client.text, started, 101, 0, null);
     } catch (error) {
       deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });

@@ -31,8 +31,12 @@ export interface EdgeTarget {
   environment: string;
   disabled: boolean;
   sleepMode: (typeof SLEEP_MODES)[number];
-  /** The environment's current deployment, if it serves (not crashed, listening somewhere). */
-  deployment: { id: string; port: number; servedBy: string | null } | null;
+  /**
+   * The environment's current deployment (not crashed); `port` null while it is
+   * not listening yet (a promote being started, an app asleep): the edge holds
+   * requests until it is.
+   */
+  deployment: { id: string; port: number | null; servedBy: string | null } | null;
   /** Enabled rules, in creation order. */
   rules: EdgeRule[];
 }
@@ -82,7 +86,7 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
       environment: e.name,
       disabled: p.disabledAt !== null,
       sleepMode: p.sleepMode,
-      deployment: d?.port ? { id: d.id, port: d.port, servedBy: d.servedBy } : null,
+      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy } : null,
       rules: rulesOf.get(p.id) ?? [],
     };
     if (e.kind === "production") {

@@ -70,6 +70,14 @@ import {
 } from "./store";
 import type { AppSpec, Supervisor, SupervisorDeps } from "./types";
 
+/**
+ * How long a replaced app keeps running after the switch was committed: the
+ * edges' route tables reload on the change notification well within this, so
+ * no request is routed to an app that already stopped.
+ */
+export const EDGE_SWITCH_MS = 1_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 export const POLL_MS = 2000;
 export const RECONCILE_MS = 5000;
 export const KEEP_SUPERSEDED = 3;
@@ -251,6 +259,8 @@ export function createRunner(deps: RunnerDeps): Runner {
       system(job.d, "build", `Ready: the app answers on port ${port}`);
       await deps.writer.flush();
       if (previous && previous.id !== id && supervisor.running().some((a) => a.deploymentId === previous.id)) {
+        // Every edge (this process's and other adapters') switches within EDGE_SWITCH_MS of the commit: only then does the old app stop.
+        await sleep(EDGE_SWITCH_MS);
         await supervisor.stop(previous.id);
         await clearServing(db, previous.id, runnerId);
       }
@@ -367,8 +377,11 @@ export function createRunner(deps: RunnerDeps): Runner {
       .map((a) => a.deploymentId)
       .filter((id) => !launching.has(id) && !jobs.has(id));
     const keep = await stillServing(db, others);
-    for (const id of others) {
-      if (keep.has(id) || stopping) continue;
+    const retired = others.filter((id) => !keep.has(id));
+    // As after a deploy: the edges move to the new current app before the old one stops.
+    if (retired.length > 0) await sleep(EDGE_SWITCH_MS);
+    for (const id of retired) {
+      if (stopping) continue;
       await supervisor.stop(id);
       await clearServing(db, id, runnerId);
       if (!launching.has(id)) masks.delete(id);
