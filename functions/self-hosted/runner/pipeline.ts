@@ -28,6 +28,7 @@ import { cloneUrl, GIT_HOST_SETTINGS, type GitHosts, isGitProvider } from "../..
 import { nodeGunzip } from "../../../shared/storage/gunzip-node";
 import { SCAN_LIMITS } from "../../../shared/storage/limits";
 import type { UploadStorage } from "../../../shared/storage/types";
+import { humanSize } from "../../cli/progress";
 import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
 import { type Plan, PlanError, planOf } from "./commands";
@@ -260,7 +261,7 @@ async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, syste
   if (!second) throw new JobFailure("build", "The deployment's uploaded source is gone from the upload store: upload it again");
   try {
     const { files, bytes } = await extractArchive(second.body, src, { root, limits: SCAN_LIMITS });
-    system(`Unpacked ${files} files (${(bytes / 1024 / 1024).toFixed(1)} MiB)`);
+    system(`Unpacked ${files} file${files === 1 ? "" : "s"} (${humanSize(bytes)})`);
   } catch (e) {
     await second.body.cancel().catch(() => {});
     throw new JobFailure("build", `The uploaded source was refused: ${(e as Error).message}`);

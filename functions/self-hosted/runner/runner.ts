@@ -255,9 +255,10 @@ export function createRunner(deps: RunnerDeps): Runner {
       const port = await launch(job, plan, abort.signal);
       await setServing(db, id, runnerId, port, now());
       const previous = await currentOf(db, job.d.environmentId);
-      const ready = await markReady(db, id, now());
+      // The line goes in before the status: a build-log stream ends once it reads `ready` and must have seen every line.
       system(job.d, "build", `Ready: the app answers on port ${port}`);
       await deps.writer.flush();
+      const ready = await markReady(db, id, now());
       if (previous && previous.id !== id && supervisor.running().some((a) => a.deploymentId === previous.id)) {
         // Every edge (this process's and other adapters') switches within EDGE_SWITCH_MS of the commit: only then does the old app stop.
         await sleep(EDGE_SWITCH_MS);
