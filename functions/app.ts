@@ -71,6 +71,7 @@ export function createApp(deps: AppDeps) {
     c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
     c.set("wakeRunner", services.wakeRunner ?? (() => {}));
     c.set("logFeed", services.logFeed);
+    c.set("edgeRoutes", services.edgeRoutes);
     c.set("authCache", services.authCache);
     c.set("uploads", services.uploads);
     c.set("gunzip", services.gunzip);

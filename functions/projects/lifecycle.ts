@@ -4,8 +4,10 @@
  * nothing. Each is one conditional UPDATE, so concurrent calls cannot interleave.
  *
  * Syncing the free route records `<slug>.<shared domain>` (SHARED_DOMAIN is
- * configuration) as the route's host with the attempt's time; the edge
- * integration that publishes routes plugs in at `syncFreeRoute`.
+ * configuration) as the route's host with the attempt's time. On a self-hosted
+ * instance the state is what the edge really does: `synced` once its route table
+ * (reloaded for the project) serves the hostname, else `pending`. The cloud has
+ * no edge attached to this service: there the attempt is recorded as `synced`.
  */
 import type { AppContext } from "../../shared/http/context";
 import { ApiError } from "../../shared/http/errors";
@@ -48,13 +50,15 @@ const retry = defineRoute({
   responses: { 200: jsonResponse(FreeRouteSchema, "The free route after the attempt"), 409: { description: "The project is disabled" } },
 });
 
-/** The columns a successful sync of the free route writes. */
-const syncFreeRoute = (slug: string, c: AppContext, now: Date) => ({
-  routingState: "synced" as const,
-  routingHost: freeHostname(slug, c.get("config")),
-  routingLastAttemptAt: now,
-  routingSyncedAt: now,
-});
+/** The routing columns after a sync attempt: synced when the edge serves the hostname (self-hosted), else pending. */
+async function syncFreeRoute(c: AppContext, row: ProjectRow, now: Date) {
+  const hostname = freeHostname(row.slug, c.get("config"));
+  const edge = c.get("edgeRoutes");
+  const served = edge ? await edge.serves(row.id, hostname) : true;
+  return served
+    ? { routingState: "synced" as const, routingHost: hostname, routingLastAttemptAt: now, routingSyncedAt: now }
+    : { routingState: "pending" as const, routingLastAttemptAt: now };
+}
 
 /** Runs a conditional UPDATE; when it matches nothing, the project as it is (or 404). */
 async function transition(c: AppContext, id: string, run: (orgId: string, row: ProjectRow, now: Date) => Promise<ProjectRow | undefined>) {
@@ -65,9 +69,17 @@ async function transition(c: AppContext, id: string, run: (orgId: string, row: P
 
 export const lifecycleRouter = createRouter()
   .openapi(enable, async (c) => {
-    const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
-      updateProject(c.get("db"), orgId, current.id, { disabledAt: null, updatedAt: now, ...syncFreeRoute(current.slug, c, now) }, { ifDisabled: true }),
-    );
+    let enabled = false;
+    let row = await transition(c, c.req.valid("param").id, async (orgId, current, now) => {
+      const updated = await updateProject(c.get("db"), orgId, current.id, { disabledAt: null, updatedAt: now }, { ifDisabled: true });
+      enabled = updated !== undefined;
+      return updated;
+    });
+    // Only the call that enabled it re-syncs the route (against the edge as it is now); a repeat changes nothing.
+    if (enabled) {
+      const now = c.get("clock")();
+      row = (await updateProject(c.get("db"), row.orgId, row.id, await syncFreeRoute(c, row, now), { ifDisabled: false })) ?? row;
+    }
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(disable, async (c) => {
@@ -83,8 +95,8 @@ export const lifecycleRouter = createRouter()
     return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
   })
   .openapi(retry, async (c) => {
-    const row = await transition(c, c.req.valid("param").id, (orgId, current, now) =>
-      updateProject(c.get("db"), orgId, current.id, syncFreeRoute(current.slug, c, now), { ifDisabled: false }),
+    const row = await transition(c, c.req.valid("param").id, async (orgId, current, now) =>
+      current.disabledAt ? undefined : updateProject(c.get("db"), orgId, current.id, await syncFreeRoute(c, current, now), { ifDisabled: false }),
     );
     if (row.disabledAt) throw new ApiError("conflict", "The project is disabled; enable it to bring its routes back online");
     return c.json(freeRoute(row, c.get("config")), 200);

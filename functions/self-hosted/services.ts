@@ -135,6 +135,13 @@ export async function createNodeServices(
       wakeDeliveries,
       wakeRunner: runner ? () => runner.wake() : () => {},
       logFeed,
+      edgeRoutes: {
+        async serves(projectId, hostname) {
+          await routeTable.reload(projectId);
+          const target = routeTable.lookup(hostname);
+          return target?.projectId === projectId && !target.disabled;
+        },
+      },
     },
     extraRouters: [routeRulesRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,

@@ -23,6 +23,10 @@ export interface ServiceConfig {
   publicUrl?: string;
 }
 
+export interface EdgeRoutes {
+  serves(projectId: string, hostname: string): Promise<boolean>;
+}
+
 /** Git hosts (provider → base URL) and the guarded transport git traffic goes through. */
 export interface GitService {
   hosts: GitHosts;
@@ -46,6 +50,8 @@ export interface RequestServices {
   wakeRunner?: () => void;
   /** Wakes log streams when lines are stored (Node adapter); absent on the Worker, whose streams poll. */
   logFeed?: LogFeed;
+  /** The self-hosted edge's routes: whether it serves a project's hostname now (after reloading the project). Absent on the Worker. */
+  edgeRoutes?: EdgeRoutes;
   /** Cached token lookups (Node adapter); absent on the Worker, which asks the database every time. */
   authCache?: AuthCache;
   /** Folder-upload store: presigned object storage, or the relay's disk on the Node adapter; absent when not configured. */
@@ -94,6 +100,7 @@ export interface AppEnv {
     wakeDeliveries: () => void;
     wakeRunner: () => void;
     logFeed: LogFeed | undefined;
+    edgeRoutes: EdgeRoutes | undefined;
     authCache: AuthCache | undefined;
     uploads: UploadStorage | undefined;
     gunzip: Gunzip | undefined;

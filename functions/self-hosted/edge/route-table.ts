@@ -19,6 +19,8 @@ export interface RouteTable {
   /** Feed for the channel listener. */
   changed(projectId: string): void;
   setActive(active: boolean): void;
+  /** Reloads one project's hostnames now and resolves when done. */
+  reload(projectId: string): Promise<void>;
   /** Resolves once every reload asked for so far is done (tests, and callers that just changed something). */
   settled(): Promise<void>;
   stop(): void;
@@ -90,6 +92,15 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
 
   replace("all", await loadTargets(deps.db, deps.sharedDomain));
 
+  const settled = async () => {
+    // Chained reloads may schedule more; wait until none is scheduled.
+    while (true) {
+      const at = running;
+      await at;
+      if (at === running && !scheduled) return;
+    }
+  };
+
   return {
     lookup: (host) => {
       const name = hostnameOf(host);
@@ -113,14 +124,12 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
         fallback.unref();
       }
     },
-    settled: async () => {
-      // Chained reloads may schedule more; wait until none is scheduled.
-      while (true) {
-        const at = running;
-        await at;
-        if (at === running && !scheduled) return;
-      }
+    async reload(projectId) {
+      pending.add(projectId);
+      schedule();
+      await settled();
     },
+    settled,
     stop() {
       if (fallback) clearInterval(fallback);
     },
