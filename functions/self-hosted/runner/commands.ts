@@ -9,7 +9,8 @@
  * - Compose (the deployment carries services): there is no container engine on
  *   these machines, so each service with a build context or a command runs as
  *   its own process (command from the service, else detected in its build
- *   context; cwd = its build context, else the app directory). The web process is
+ *   context, its compose file and Dockerfile aside; cwd = its build context, else
+ *   the app directory). The web process is
  *   the first service with ports. A service with only an image fails the
  *   deployment, naming the service.
  * - A Dockerfile project or a stack with nothing to start fails with a reason
@@ -18,7 +19,7 @@
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { ProjectOptions, ServiceSpec } from "../../../shared/db/schema";
-import { detect, type Folder, MANIFEST_NAMES } from "../../projects/folder/detect";
+import { COMPOSE_FILES, detect, type Folder, MANIFEST_NAMES } from "../../projects/folder/detect";
 
 export class PlanError extends Error {}
 
@@ -103,6 +104,19 @@ export function planOf(srcDir: string, options: ProjectOptions, services: Record
   return { kind: "processes", stack: found.stack, appDir, processes: [{ name: "web", command: start, cwd: appDir, http: true, install, build }] };
 }
 
+/**
+ * A build context as the detector should see it here: without the compose file and
+ * the Dockerfile, which would make it answer `compose` or `docker` (nothing to
+ * start) for the usual layout, a compose file and a Dockerfile next to the app's
+ * own manifest. What is left is the language stack the process runs on.
+ */
+function withoutContainerFiles(folder: Folder): Folder {
+  const dropped = new Set<string>([...COMPOSE_FILES, "Dockerfile", "dockerfile"]);
+  const paths = new Set([...folder.paths].filter((p) => !dropped.has(p)));
+  const manifests = new Map([...folder.manifests].filter(([name]) => !dropped.has(name)));
+  return { paths, manifests };
+}
+
 function composePlan(appDir: string, services: Record<string, ServiceSpec>): Plan {
   const processes: PlannedProcess[] = [];
   let web = false;
@@ -111,7 +125,7 @@ function composePlan(appDir: string, services: Record<string, ServiceSpec>): Pla
       throw new PlanError(`Service '${name}' has only an image (${spec.image ?? "none"}): it needs a container engine, none here`);
     }
     const cwd = spec.build ? inside(appDir, spec.build.context || ".", `Service '${name}' build context`) : appDir;
-    const found = spec.build ? detect(folderOf(cwd)) : undefined;
+    const found = spec.build ? detect(withoutContainerFiles(folderOf(cwd))) : undefined;
     const command = spec.command ?? found?.startCommand;
     if (!command) throw new PlanError(`Service '${name}' has no command and none was detected in its build context`);
     const http: boolean = !web && spec.ports.length > 0;

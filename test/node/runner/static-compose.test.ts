@@ -231,6 +231,31 @@ describe("runner: compose projects (one process per service)", () => {
     await server.node.runner!.supervisor.stop(d.id);
   });
 
+  it("runs a service with a build context next to the compose file and a Dockerfile: its stack detected there, installed, built, started", async () => {
+    const t = await seedTenant(server);
+    const compose = ["services:", "  web:", "    build: .", "    ports:", '      - "8080"', "    environment:", "      GREETING: built-greeting-5e2a", ""].join(
+      "\n",
+    );
+    const pkg = JSON.stringify({
+      name: "compose-built",
+      private: true,
+      scripts: { build: "node -e \"require('fs').writeFileSync('built.txt', 'yes')\"", start: "node web.js" },
+    });
+    const { projectId, deployment } = await uploadFlow(
+      t,
+      await tarballOf("compose-app", { "compose.yaml": compose, "package.json": pkg, Dockerfile: 'FROM node:22\nCMD ["node", "web.js"]\n' }),
+    );
+    const d = await c.waitFor(t, deployment.id, ["ready", "failed"]);
+    expect(d.failureReason).toBeNull();
+    expect(d.status).toBe("ready");
+    const text = (await c.logsOf(d.id)).map((l) => l.message).join("\n");
+    expect(text).toMatch(/Running npm install/);
+    expect(text).toMatch(/Running npm run build/);
+    const answer = JSON.parse((await get((await c.currentPort(projectId))!, "/")).body) as { greeting: string };
+    expect(answer.greeting).toBe("built-greeting-5e2a");
+    await server.node.runner!.supervisor.stop(d.id);
+  });
+
   it("fails a deployment with an image-only service, naming the service", async () => {
     const t = await seedTenant(server);
     const compose = ["services:", "  web:", "    command: node web.js", "    ports:", '      - "8080"', "  cache:", "    image: redis:7", ""].join("\n");
