@@ -227,8 +227,6 @@ describe("runner: compose projects (one process per service)", () => {
     const dump = await dumpAllTables(server);
     expect(dump).not.toContain("compose-greeting-41d7");
     expect(dump).not.toContain("worker-tag-9b3e");
-
-    await server.node.runner!.supervisor.stop(d.id);
   });
 
   it("runs a service with a build context next to the compose file and a Dockerfile: its stack detected there, installed, built, started", async () => {
@@ -253,7 +251,32 @@ describe("runner: compose projects (one process per service)", () => {
     expect(text).toMatch(/Running npm run build/);
     const answer = JSON.parse((await get((await c.currentPort(projectId))!, "/")).body) as { greeting: string };
     expect(answer.greeting).toBe("built-greeting-5e2a");
-    await server.node.runner!.supervisor.stop(d.id);
+  });
+
+  it("a server restart brings every service back, with its own values", { timeout: 60_000 }, async () => {
+    const t = await seedTenant(server);
+    const { projectId, deployment } = await uploadFlow(t, await tarballOf("compose-app"));
+    const d = await c.waitFor(t, deployment.id, ["ready", "failed"]);
+    expect(d.status).toBe("ready");
+    const before = JSON.parse((await get((await c.currentPort(projectId))!, "/")).body) as { pid: number };
+    const lastBefore = (await until(async () => (await runtimeLogs(t, projectId, `&deploymentId=${d.id}&q=worker%20tick`)).at(-1), "a worker line")).id;
+    await server.close();
+    expect(alive(before.pid)).toBe(false);
+    server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
+    const after = await until(async () => {
+      const port = await c.currentPort(projectId);
+      const page = port ? await get(port, "/").catch(() => undefined) : undefined;
+      const body = page?.status === 200 ? (JSON.parse(page.body) as { pid: number; greeting: string }) : undefined;
+      return body && body.pid !== before.pid ? body : undefined;
+    }, "the restored web service");
+    expect(after.greeting).toBe("compose-greeting-41d7");
+    // The worker runs again: new lines after the restart, its value masked as before.
+    const fresh = await until(async () => {
+      const lines = (await runtimeLogs(t, projectId, `&deploymentId=${d.id}&q=worker%20tick`)).filter((l) => BigInt(l.id) > BigInt(lastBefore));
+      return lines.length >= 3 ? lines : undefined;
+    }, "worker lines after the restart");
+    expect(fresh[0]!.message).toMatch(/^worker tick \d+ ••••••••$/);
+    expect((await c.read(t, d.id)).status).toBe("ready");
   });
 
   it("fails a deployment with an image-only service, naming the service", async () => {
@@ -311,7 +334,6 @@ describe("runner: the app memory limit", () => {
     expect(after.pid).not.toBe(before.pid);
     const row = await c.row(d.id);
     expect(row).toMatchObject({ status: "ready", current: true, crashedAt: null, port });
-    await server.node.runner!.supervisor.stop(d.id);
   });
 
   it("gives up an app that keeps going over its limit: crashed, no port, service.crashed naming the memory limit", { timeout: 150_000 }, async () => {

@@ -28,6 +28,8 @@ import { type Harness, type Member, seedTenant } from "../../support/harness";
 import { alive } from "../../support/runner-client";
 import { FIXTURE_APP } from "../../support/runner-harness";
 
+const APPS = join(import.meta.dirname, "..", "..", "fixtures", "apps");
+
 const { tempDir } = useCleanups("ws-upload-e2e-");
 const SHARED = "apps.test";
 const WSP = join(process.cwd(), "functions/cli/wsp.mjs");
@@ -90,10 +92,10 @@ const api = async <T = any>(t: Member, path: string, init: RequestInit = {}): Pr
   return JSON.parse(text) as T;
 };
 
-/** The fixture app copied to a folder of its own (plus `extra` files). */
-function appFolder(extra: Record<string, string> = {}): string {
+/** A fixture app (default: the Node app) copied to a folder of its own (plus `extra` files). */
+function appFolder(extra: Record<string, string> = {}, from = FIXTURE_APP): string {
   const dir = tempDir("ws-upload-app-");
-  cpSync(FIXTURE_APP, dir, { recursive: true });
+  cpSync(from, dir, { recursive: true });
   for (const [name, content] of Object.entries(extra)) writeFileSync(join(dir, name), content);
   return dir;
 }
@@ -218,5 +220,31 @@ describe("wsp deploy against a server with the runner on", () => {
       .innerJoin(environments, eq(environments.id, deployments.environmentId))
       .where(and(eq(deployments.id, id!), eq(environments.name, "production")));
     expect(row).toEqual({ status: "failed", port: null });
+  });
+
+  it("deploys a static folder and a compose folder the same way: served on the deployment's port and through the edge", { timeout: 90_000 }, async () => {
+    const t = await newTenant();
+    const site = await wsp(deployArgs(t, appFolder({}, join(APPS, "static-site"))));
+    expect(site.code, `${site.out}\n${site.err}`).toBe(0);
+    expect(site.err).toContain("Detected static site\n");
+    expect(site.out).toContain("Detected static (static site)\n");
+    const siteId = /Deployment (dpl_[0-9a-z]+) is ready/.exec(site.out)![1]!;
+    const siteProject = /Created project .* \((prj_[0-9a-z]+)\)/.exec(site.out)![1]!;
+    const home = await fetch(`http://127.0.0.1:${await portOf(siteId)}/`);
+    expect(home.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(await home.text()).toContain("static fixture home");
+    const { routes } = await api<{ routes: { free: { hostname: string } } }>(t, `/api/projects/${siteProject}`);
+    const missing = await viaEdge(routes.free.hostname, "/nope");
+    expect(missing.status).toBe(404);
+    expect(missing.body).toContain("static fixture not found page");
+
+    const compose = await wsp(deployArgs(t, appFolder({}, join(APPS, "compose-app"))));
+    expect(compose.code, `${compose.out}\n${compose.err}`).toBe(0);
+    expect(compose.err).toContain("Detected Docker Compose, 2 services\n");
+    const composeId = /Deployment (dpl_[0-9a-z]+) is ready/.exec(compose.out)![1]!;
+    // The value went through scan (masked), ensure (restored from the session) and build/access (encrypted for the deployment).
+    const web = (await (await fetch(`http://127.0.0.1:${await portOf(composeId)}/`)).json()) as { greeting: string };
+    expect(web.greeting).toBe("compose-greeting-41d7");
+    expect(compose.out + compose.err).not.toContain("compose-greeting-41d7");
   });
 });
