@@ -84,11 +84,12 @@ const stream = defineRoute({
 /** The project (the one 404) and its filter, checked against it: 400 naming `environment` or `deploymentId`. */
 async function scoped(
   c: AppContext,
+  projectId: string,
   q: { deploymentId?: string; environment?: string; stream?: RuntimeFilter["stream"]; q?: string; since?: string; until?: string },
 ) {
   const { orgId } = callerOf(c);
   const db = c.get("db");
-  const project = await findProject(db, orgId, c.req.param("id") ?? "");
+  const project = await findProject(db, orgId, projectId);
   const filter: RuntimeFilter = { stream: q.stream, q: q.q };
   if (q.since !== undefined) filter.since = new Date(q.since);
   if (q.until !== undefined) filter.until = new Date(q.until);
@@ -109,7 +110,7 @@ async function scoped(
 export const runtimeLogsRouter = createRouter()
   .openapi(page, async (c) => {
     const query = c.req.valid("query");
-    const { orgId, projectId, filter } = await scoped(c, query);
+    const { orgId, projectId, filter } = await scoped(c, c.req.valid("param").id, query);
     const before = query.cursor === undefined ? undefined : Number(query.cursor);
     const { rows, more } = await listRuntimeLines(c.get("db"), orgId, projectId, filter, before, query.limit);
     const items = rows.map(logLineView);
@@ -117,7 +118,7 @@ export const runtimeLogsRouter = createRouter()
   })
   .openapi(stream, async (c) => {
     const query = c.req.valid("query");
-    const { orgId, projectId, filter } = await scoped(c, query);
+    const { orgId, projectId, filter } = await scoped(c, c.req.valid("param").id, query);
     const db = c.get("db");
     const resume = lastEventIdOf(c);
     let after = resume ?? (filter.since !== undefined ? 0 : await committedLastSeq(db, projectId));

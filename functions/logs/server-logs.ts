@@ -159,16 +159,16 @@ const stream = defineRoute({
   },
 });
 
-async function projectOf(c: AppContext) {
+async function projectOf(c: AppContext, id: string) {
   const { orgId } = callerOf(c);
-  const project = await findProject(c.get("db"), orgId, c.req.param("id") ?? "");
+  const project = await findProject(c.get("db"), orgId, id);
   return { orgId, projectId: project.id };
 }
 
 export const serverLogsRouter = createRouter()
   .openapi(recent, async (c) => {
     const q = c.req.valid("query");
-    const { orgId, projectId } = await projectOf(c);
+    const { orgId, projectId } = await projectOf(c, c.req.valid("param").id);
     const before = q.cursor === undefined ? undefined : Number(q.cursor);
     const { rows, more } = await listRequestLines(c.get("db"), orgId, projectId, filterOf(q), before, q.limit);
     const items = rows.map(view);
@@ -193,7 +193,7 @@ export const serverLogsRouter = createRouter()
   })
   .openapi(stream, async (c) => {
     const q = c.req.valid("query");
-    const { orgId, projectId } = await projectOf(c);
+    const { orgId, projectId } = await projectOf(c, c.req.valid("param").id);
     const db = c.get("db");
     const filter = filterOf(q);
     const resume = lastEventIdOf(c);
