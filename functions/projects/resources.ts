@@ -53,7 +53,8 @@ const sleepMode = defineRoute({
   path: "/projects/{id}/sleep-mode",
   tags: ["Projects"],
   summary: "Set the sleep mode",
-  description: "`auto_sleep` or `always_on`; anything else is 400 naming the allowed values.",
+  description:
+    "`auto_sleep` or `always_on`; anything else is 400 naming the allowed values. Self-hosted: applies at once (an `auto_sleep` app idle for SLEEP_AFTER is stopped within seconds; `always_on` wakes a sleeping app and keeps it running).",
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ sleepMode: SleepMode })) },
   responses: { 200: ok },

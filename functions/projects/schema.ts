@@ -172,6 +172,10 @@ export const ProjectSchema = z
     name: z.string(),
     slug: z.string().openapi({ description: "Label of the free route, fixed at creation and unique across the deployment" }),
     status: z.enum(PROJECT_STATUSES).openapi({ description: STATUS_DOC }),
+    asleep: z.boolean().openapi({
+      description:
+        "The production app is stopped for being idle (sleep mode `auto_sleep`, self-hosted: after SLEEP_AFTER without a request); the next request to it wakes it",
+    }),
     disabledAt: z.string().nullable(),
     framework: z.string(),
     buildCommand: z.string().nullable(),
@@ -210,7 +214,10 @@ export const CpuCores = z.number().min(LIMITS.cpuCores.min).max(LIMITS.cpuCores.
 export const MemoryMb = z.number().int().min(LIMITS.memoryMb.min).max(LIMITS.memoryMb.max).openapi({ description: "128-16384 MB, whole megabytes" });
 export const DiskGb = z.number().int().min(LIMITS.diskGb.min).max(LIMITS.diskGb.max).openapi({ description: "Persistent disk, 1-100 GB" });
 export const Port = z.number().int().min(LIMITS.port.min).max(LIMITS.port.max).openapi({ description: "The port the app listens on, 1-65535" });
-export const SleepMode = z.enum(SLEEP_MODES).openapi({ description: "`auto_sleep`: scaled to zero when idle; `always_on`: kept running" });
+export const SleepMode = z.enum(SLEEP_MODES).openapi({
+  description:
+    "`auto_sleep`: the app is stopped after SLEEP_AFTER (default 15 min) without a request and started again by the next one, which waits until it answers; `always_on`: kept running. A change applies at once (switching to `always_on` wakes a sleeping app)",
+});
 
 const Allotment = z.object({ cpuCores: CpuCores, memoryMb: MemoryMb });
 

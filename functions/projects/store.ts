@@ -90,7 +90,7 @@ export function lastPush(row: ProjectRow) {
   return row.lastPushCommit && row.lastPushAt ? { commit: row.lastPushCommit, branch: row.lastPushBranch, at: row.lastPushAt.toISOString() } : null;
 }
 
-/** Read forms of several projects with three queries, whatever their number. */
+/** Read forms of several projects with a fixed number of queries, whatever their number. */
 export async function projectViews(ex: Executor, rows: ProjectRow[], config: ServiceConfig): Promise<ProjectView[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
@@ -112,6 +112,12 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
     .innerJoin(environments, eq(environments.id, deployments.environmentId))
     .where(and(inArray(deployments.projectId, ids), eq(deployments.status, "ready"), eq(environments.kind, "production")));
   const liveIds = new Set(live.map((l) => l.projectId));
+  const asleep = await ex
+    .selectDistinct({ projectId: deployments.projectId })
+    .from(deployments)
+    .innerJoin(environments, eq(environments.id, deployments.environmentId))
+    .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNotNull(deployments.asleepAt), eq(environments.kind, "production")));
+  const asleepIds = new Set(asleep.map((a) => a.projectId));
   return rows.map((row) => {
     const last = latest.find((d) => d.projectId === row.id);
     return {
@@ -119,6 +125,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
       name: row.name,
       slug: row.slug,
       status: row.disabledAt ? "disabled" : liveIds.has(row.id) ? "live" : "created",
+      asleep: asleepIds.has(row.id),
       disabledAt: iso(row.disabledAt),
       framework: row.framework,
       buildCommand: row.options.buildCommand ?? null,

@@ -38,6 +38,7 @@ const EnvSchema = z.object({
   BUILD_TIMEOUT: z.string().default("15m"),
   HEALTH_TIMEOUT: z.string().default("60s"),
   STOP_GRACE: z.string().default("10s"),
+  SLEEP_AFTER: z.string().default("15m"),
   RUNNER_ID: z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "RUNNER_ID must be 1-100 letters, digits, '.', '_', ':' or '-'")
@@ -74,6 +75,8 @@ export interface RunnerSettings {
   buildTimeoutMs: number;
   healthTimeoutMs: number;
   stopGraceMs: number;
+  /** SLEEP_AFTER: an `auto_sleep` app without a request for this long is stopped until the next one. */
+  sleepAfterMs: number;
   id: string;
 }
 
@@ -130,6 +133,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     buildTimeoutMs: parseDuration("BUILD_TIMEOUT", e.BUILD_TIMEOUT, { minMs: 1000, maxMs: 24 * 3_600_000 }),
     healthTimeoutMs: parseDuration("HEALTH_TIMEOUT", e.HEALTH_TIMEOUT, { minMs: 1000, maxMs: 3_600_000 }),
     stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
+    sleepAfterMs: parseDuration("SLEEP_AFTER", e.SLEEP_AFTER, { minMs: 1000, maxMs: 30 * 24 * 3_600_000 }),
     id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
   };
   const trustedProxies = (e.TRUSTED_PROXIES ?? "")

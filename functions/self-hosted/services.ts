@@ -89,20 +89,6 @@ export async function createNodeServices(
   const writer = createLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
 
-  // The edge's route table, reloaded per project on the database's workspace_edge notifications.
-  const routeTable = await createRouteTable({ db: database.db, sharedDomain: config.sharedDomain, logger });
-  const routeFeed =
-    "client" in database
-      ? await listenPgliteChannel(database.client, EDGE_CHANNEL, { onMessage: routeTable.changed })
-      : await listenPostgresChannel(config.databaseUrl!, EDGE_CHANNEL, { onMessage: routeTable.changed, onActive: routeTable.setActive });
-  const edge = createEdge({
-    db: database.db,
-    table: routeTable,
-    logs: writer,
-    logger,
-    trustedProxies: config.trustedProxies,
-    holdMs: { ...config.runner, ...overrides.runner }.healthTimeoutMs,
-  });
   const runnerSettings = { ...config.runner, ...overrides.runner };
   const runner = runnerSettings.enabled
     ? createRunner({
@@ -118,6 +104,29 @@ export async function createNodeServices(
         wakeDeliveries,
       })
     : undefined;
+
+  // The edge's route table, reloaded per project on the database's workspace_edge notifications.
+  const routeTable = await createRouteTable({ db: database.db, sharedDomain: config.sharedDomain, logger });
+  // A project's routes changed: the table reloads it, and the runner reconciles (a promote, a wake, a sleep mode change made through any process).
+  const routeChanged = (projectId: string) => {
+    routeTable.changed(projectId);
+    runner?.wake();
+  };
+  const routeFeed =
+    "client" in database
+      ? await listenPgliteChannel(database.client, EDGE_CHANNEL, { onMessage: routeChanged })
+      : await listenPostgresChannel(config.databaseUrl!, EDGE_CHANNEL, { onMessage: routeChanged, onActive: routeTable.setActive });
+  const edge = createEdge({
+    db: database.db,
+    table: routeTable,
+    logs: writer,
+    logger,
+    trustedProxies: config.trustedProxies,
+    holdMs: runnerSettings.healthTimeoutMs,
+    // Idleness is measured in SLEEP_AFTER; a quarter of it (at most 10 s) is precise enough and keeps writes rare.
+    touchEveryMs: Math.min(10_000, runnerSettings.sleepAfterMs / 4),
+    onWake: () => runner?.wake(),
+  });
 
   let sweeper: { stop(): Promise<void> } | undefined;
   let logSweeper: { stop(): Promise<void> } | undefined;

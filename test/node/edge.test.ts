@@ -138,7 +138,7 @@ async function startEdge(db: Db, listen: (table: RouteTable) => Promise<Stoppabl
   const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
   const feed = await listen(table);
   const logs = createLogWriter({ db, logger: silentLogger });
-  const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: trusted.map((t) => parseCidr(t)!), holdMs: 1500 });
+  const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: trusted.map((t) => parseCidr(t)!), holdMs: 1500, touchEveryMs: 1000 });
   const http: BoundServer = await bindHttpServer({ port: 0, host: "127.0.0.1" });
   http.serve(() => new Response("the api", { headers: { "x-api": "1" } }), edge);
   cleanups.push(async () => {

@@ -21,7 +21,7 @@ import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
 import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
 import type { RouteTable } from "./route-table";
 import { evaluateRules, type Refusal } from "./rules";
-import type { EdgeTarget } from "./store";
+import { type EdgeTarget, touchDeployments, wakeDeployment } from "./store";
 
 /** Paths are logged up to this many characters. */
 const MAX_LOGGED_PATH = 2048;
@@ -41,6 +41,10 @@ export interface EdgeDeps {
   trustedProxies: Cidr[];
   /** How long a request waits for a current deployment that is not listening yet (HEALTH_TIMEOUT); then 503 with Retry-After. */
   holdMs: number;
+  /** How often, at most, a deployment's last request time is written (sleep mode measures idleness from it). */
+  touchEveryMs: number;
+  /** Called after a request woke a sleeping deployment (this process's runner starts it at once; others hear the database's notification). */
+  onWake?: () => void;
   clock?: () => Date;
 }
 
@@ -57,12 +61,35 @@ const pathOf = (url: string | undefined) => {
 export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
 
+  // Last request times, written in batches: at most one write per deployment per touchEveryMs.
+  const touched = new Map<string, number>();
+  const dueTouches = new Set<string>();
+  let touchScheduled = false;
+  function touch(deploymentId: string) {
+    const now = Date.now();
+    if (now - (touched.get(deploymentId) ?? 0) < deps.touchEveryMs) return;
+    // Entries of apps long gone would pile up: forgetting them all costs one extra write each.
+    if (touched.size > 10_000) touched.clear();
+    touched.set(deploymentId, now);
+    dueTouches.add(deploymentId);
+    if (touchScheduled) return;
+    touchScheduled = true;
+    setTimeout(() => {
+      touchScheduled = false;
+      const ids = [...dueTouches];
+      dueTouches.clear();
+      touchDeployments(deps.db, ids, clock()).catch((error) => deps.logger.error("edge_touch_failed", { error: (error as Error).message }));
+    }, 50);
+  }
+
   /**
    * A port for the request: the current deployment's, or, while it is starting
    * (promoted, waking), the one it gets within holdMs; null when none.
    */
   async function portFor(host: string | undefined, target: EdgeTarget): Promise<number | null> {
-    if (target.deployment?.port) return target.deployment.port;
+    const d = target.deployment;
+    if (d?.port) return d.port;
+    if (d?.asleep && (await wakeDeployment(deps.db, d.id))) deps.onWake?.();
     const deadline = performance.now() + deps.holdMs;
     while (performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, HOLD_POLL_MS));
@@ -144,6 +171,7 @@ export function createEdge(deps: EdgeDeps): Edge {
         record(req, target, path, client.text, started, statusOf(gated.reason), bytes, gated.ruleId);
         return;
       }
+      touch(target.deployment!.id);
       const result = await proxyHttp(req, res, gated.port, forwarding(req, client.text));
       record(req, target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
@@ -164,6 +192,7 @@ export function createEdge(deps: EdgeDeps): Edge {
         record(req, target, path, client.text, started, statusOf(gated.reason), 0, gated.ruleId);
         return;
       }
+      touch(target.deployment!.id);
       proxyUpgrade(req, socket, head, gated.port, forwarding(req, client.text));
       record(req, target, path, client.text, started, 101, 0, null);
     } catch (error) {

@@ -4,7 +4,7 @@
  * route rules. Loaded whole at start and again per project when the
  * `workspace_edge` channel names it (migrations/0011_edge_notify.sql).
  */
-import { and, eq, inArray, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull } from "drizzle-orm";
 import {
   deployments,
   domains,
@@ -36,7 +36,7 @@ export interface EdgeTarget {
    * not listening yet (a promote being started, an app asleep): the edge holds
    * requests until it is.
    */
-  deployment: { id: string; port: number | null; servedBy: string | null } | null;
+  deployment: { id: string; port: number | null; servedBy: string | null; asleep: boolean } | null;
   /** Enabled rules, in creation order. */
   rules: EdgeRule[];
 }
@@ -57,7 +57,13 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
   const [envRows, currentRows, domainRows, ruleRows] = await Promise.all([
     db.select().from(environments).where(inArray(environments.projectId, ids)),
     db
-      .select({ environmentId: deployments.environmentId, id: deployments.id, port: deployments.port, servedBy: deployments.servedBy })
+      .select({
+        environmentId: deployments.environmentId,
+        id: deployments.id,
+        port: deployments.port,
+        servedBy: deployments.servedBy,
+        asleepAt: deployments.asleepAt,
+      })
       .from(deployments)
       .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNull(deployments.crashedAt))),
     db.select({ projectId: domains.projectId, hostname: domains.hostname }).from(domains).where(inArray(domains.projectId, ids)),
@@ -86,7 +92,7 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
       environment: e.name,
       disabled: p.disabledAt !== null,
       sleepMode: p.sleepMode,
-      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy } : null,
+      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy, asleep: d.asleepAt !== null } : null,
       rules: rulesOf.get(p.id) ?? [],
     };
     if (e.kind === "production") {
@@ -102,4 +108,24 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
     if (target) out.set(d.hostname.toLowerCase(), target);
   }
   return out;
+}
+
+/**
+ * Wakes a sleeping deployment: clears `asleep_at` (only if set, so concurrent
+ * wakers write once). The change notification reaches every adapter process;
+ * the runner serving the deployment starts it.
+ */
+export async function wakeDeployment(db: Db, id: string): Promise<boolean> {
+  const woken = await db
+    .update(deployments)
+    .set({ asleepAt: null })
+    .where(and(eq(deployments.id, id), isNotNull(deployments.asleepAt)))
+    .returning({ id: deployments.id });
+  return woken.length > 0;
+}
+
+/** Records that these deployments just got a request (what idleness is measured from). */
+export async function touchDeployments(db: Db, ids: string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await db.update(deployments).set({ lastRequestAt: at }).where(inArray(deployments.id, ids));
 }

@@ -66,6 +66,9 @@ import {
   setCrashed,
   setServing,
   stillServing,
+  idleDeployments,
+  setAsleep,
+  wakeAlwaysOn,
   supersededBeyond,
 } from "./store";
 import type { AppSpec, Supervisor, SupervisorDeps } from "./types";
@@ -367,6 +370,8 @@ export function createRunner(deps: RunnerDeps): Runner {
 
   async function reconcileOnce() {
     if (stopping) return;
+    // Sleep mode changed to always_on: sleeping apps wake (and are launched below).
+    await wakeAlwaysOn(db, runnerId);
     const running = new Set(supervisor.running().map((a) => a.deploymentId));
     for (const d of await deploymentsToServe(db, runnerId)) {
       if (stopping) return;
@@ -386,6 +391,24 @@ export function createRunner(deps: RunnerDeps): Runner {
       await supervisor.stop(id);
       await clearServing(db, id, runnerId);
       if (!launching.has(id)) masks.delete(id);
+    }
+    await sleepIdle(others.filter((id) => keep.has(id)));
+  }
+
+  /**
+   * Sleep mode: a running app of an `auto_sleep` project idle for SLEEP_AFTER is
+   * marked asleep first (its port cleared, so edges hold new requests and wake
+   * it), then stopped; a wake clears the mark and the next reconcile, which runs
+   * after this one, launches it again.
+   */
+  async function sleepIdle(ids: string[]) {
+    const cutoff = new Date(now().getTime() - settings.sleepAfterMs);
+    for (const id of await idleDeployments(db, ids, cutoff)) {
+      if (stopping) return;
+      const d = await setAsleep(db, id, runnerId, cutoff, now());
+      if (!d) continue;
+      system(d, "runtime", `Asleep: no request for ${Math.round(settings.sleepAfterMs / 1000)} s (SLEEP_AFTER); the next request wakes it`);
+      await supervisor.stop(id);
     }
   }
 

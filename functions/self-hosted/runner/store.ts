@@ -13,7 +13,7 @@
  *   no claim, so the next start, or another runner, builds it again at once.
  * - serving: where a ready app listens (served_by = runner id, port), crashed_at.
  */
-import { and, asc, desc, eq, inArray, isNull, lt, ne, or } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, ne, or } from "drizzle-orm";
 import type { Keyring } from "../../../shared/crypto/keyring";
 import { deployments, environments, envVars, projects } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
@@ -123,13 +123,81 @@ export async function currentOf(db: Db, environmentId: string): Promise<Deployme
   return row;
 }
 
-/** Current, ready, not crashed deployments this runner serves: what must run here (boot restore, promote). */
+/** Current, ready, not crashed, awake deployments this runner serves: what must run here (boot restore, promote, wake). */
 export async function deploymentsToServe(db: Db, runnerId: string): Promise<DeploymentRow[]> {
   return db
     .select()
     .from(deployments)
-    .where(and(eq(deployments.current, true), eq(deployments.status, "ready"), eq(deployments.servedBy, runnerId), isNull(deployments.crashedAt)))
+    .where(
+      and(
+        eq(deployments.current, true),
+        eq(deployments.status, "ready"),
+        eq(deployments.servedBy, runnerId),
+        isNull(deployments.crashedAt),
+        isNull(deployments.asleepAt),
+      ),
+    )
     .orderBy(asc(deployments.id));
+}
+
+/** Sleeping deployments of `always_on` projects served here wake (the mode changed): returns how many. */
+export async function wakeAlwaysOn(db: Db, runnerId: string): Promise<number> {
+  const woken = await db
+    .update(deployments)
+    .set({ asleepAt: null })
+    .where(
+      and(
+        eq(deployments.servedBy, runnerId),
+        isNotNull(deployments.asleepAt),
+        inArray(deployments.projectId, db.select({ id: projects.id }).from(projects).where(eq(projects.sleepMode, "always_on"))),
+      ),
+    )
+    .returning({ id: deployments.id });
+  return woken.length;
+}
+
+/**
+ * Which of `ids` (apps running here) are current deployments of `auto_sleep`
+ * projects idle since `cutoff`: no request (last_request_at) and no start
+ * (updated_at, set when it was launched) after it.
+ */
+export async function idleDeployments(db: Db, ids: string[], cutoff: Date): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .innerJoin(projects, eq(projects.id, deployments.projectId))
+    .where(
+      and(
+        inArray(deployments.id, ids),
+        eq(deployments.current, true),
+        isNull(deployments.asleepAt),
+        eq(projects.sleepMode, "auto_sleep"),
+        lt(deployments.updatedAt, cutoff),
+        or(isNull(deployments.lastRequestAt), lt(deployments.lastRequestAt, cutoff)),
+      ),
+    );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Puts an idle deployment to sleep, if it still is idle (a request since the
+ * check keeps it awake): the edges then hold its requests and wake it. The row when it fell asleep.
+ */
+export async function setAsleep(db: Db, id: string, runnerId: string, cutoff: Date, now: Date): Promise<DeploymentRow | undefined> {
+  const rows = await db
+    .update(deployments)
+    .set({ asleepAt: now, port: null })
+    .where(
+      and(
+        eq(deployments.id, id),
+        eq(deployments.servedBy, runnerId),
+        isNull(deployments.asleepAt),
+        or(isNull(deployments.lastRequestAt), lt(deployments.lastRequestAt, cutoff)),
+      ),
+    )
+    .returning();
+  return rows[0];
 }
 
 /** Which of `ids` are still current and not crashed (the apps running here that should keep running). */
