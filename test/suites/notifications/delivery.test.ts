@@ -517,16 +517,16 @@ describe("notification delivery", () => {
       const t0 = new Date("2001-02-03T04:05:06.000Z");
       const at = (ms: number) => new Date(t0.getTime() + ms);
       const take = async (ms: number, n = 1) => (await takeRateLimits(h.db, [{ ...limit, n }], at(ms))).get(key)!;
-      expect(await take(0, 2)).toEqual({ granted: 2, windowEnd: at(1_000) });
-      expect(await take(100, 5)).toEqual({ granted: 1, windowEnd: at(1_000) });
-      expect(await take(999)).toEqual({ granted: 0, windowEnd: at(1_000) });
+      expect(await take(0, 2)).toEqual({ granted: 2, windowEnd: at(1_000), count: 2 });
+      expect(await take(100, 5)).toEqual({ granted: 1, windowEnd: at(1_000), count: 3 });
+      expect(await take(999)).toEqual({ granted: 0, windowEnd: at(1_000), count: 3 });
       await returnRateLimits(h.db, [{ key, n: 1, windowEnd: at(1_000) }]);
-      expect(await take(999)).toEqual({ granted: 1, windowEnd: at(1_000) });
+      expect(await take(999)).toEqual({ granted: 1, windowEnd: at(1_000), count: 3 });
       // Past the window's end a new window starts at the first use.
-      expect(await take(1_000)).toEqual({ granted: 1, windowEnd: at(2_000) });
+      expect(await take(1_000)).toEqual({ granted: 1, windowEnd: at(2_000), count: 1 });
       // A give-back for a window that has ended changes nothing.
       await returnRateLimits(h.db, [{ key, n: 1, windowEnd: at(1_000) }]);
-      expect(await take(1_500, 9)).toEqual({ granted: 2, windowEnd: at(2_000) });
+      expect(await take(1_500, 9)).toEqual({ granted: 2, windowEnd: at(2_000), count: 3 });
       // Windows that ended are pruned; a current one is kept.
       const current = `spec:${crypto.randomUUID()}`;
       await takeRateLimits(h.db, [{ key: current, max: 1, windowMs: 3_600_000 }], new Date());
