@@ -100,8 +100,10 @@ export async function setAutoDeploy(
  * Settings token when it is marked `asDefault`; null when neither. Decrypted
  * here and only handed to the git client (never returned or logged).
  */
-export async function cloneTokenFor(db: Db, keyring: Keyring, project: ProjectRow, userId: string): Promise<string | null> {
+export async function cloneTokenFor(db: Db, keyring: Keyring, project: ProjectRow, userId: string | null): Promise<string | null> {
   if (project.cloneTokenCiphertext) return keyring.decrypt(project.cloneTokenCiphertext, projectTokenContext(project));
+  // Without a user (a push deployment) there is no personal default to fall back to.
+  if (userId === null) return null;
   const [settings] = await db
     .select({ ciphertext: workspaceSettings.cloneTokenCiphertext, asDefault: workspaceSettings.cloneTokenAsDefault })
     .from(workspaceSettings)

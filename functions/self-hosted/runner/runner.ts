@@ -247,7 +247,8 @@ export function createRunner(deps: RunnerDeps): Runner {
           gitHosts: deps.gitHosts,
           uploads: deps.uploads,
           buildTimeoutMs: settings.buildTimeoutMs,
-          cloneToken: (j) => (j.d.createdBy ? cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy) : Promise.resolve(null)),
+          // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
+          cloneToken: (j) => cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy),
           log,
         },
         abort.signal,

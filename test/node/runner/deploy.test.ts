@@ -11,7 +11,9 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projects } from "../../../shared/db/schema";
+import { and } from "drizzle-orm";
+import { insertDeployment } from "../../../functions/deployments/store";
+import { environments, projects } from "../../../shared/db/schema";
 import { startGitServer, type GitTestServer } from "../../support/git-server";
 import { dumpAllTables, expectStatus, seedTenant } from "../../support/harness";
 import { alive, runnerClient } from "../../support/runner-client";
@@ -94,6 +96,37 @@ describe("runner: deploy", () => {
     expect(dump).not.toContain(CANARY);
     expect(dump).not.toContain(git.token);
     expect(server.logs.join("\n")).not.toContain(CANARY);
+  });
+
+  it("builds a deployment nobody queued (a push) from a private repository with the project's clone token", async () => {
+    const t = await seedTenant(server);
+    const { p, repo, commit } = await c.gitProject(t, [], { private: true });
+    const [env] = await server.db
+      .select()
+      .from(environments)
+      .where(and(eq(environments.projectId, p.id), eq(environments.name, "production")));
+    const d = await server.db.transaction((tx) =>
+      insertDeployment(
+        tx,
+        {
+          orgId: t.orgId,
+          projectId: p.id,
+          environmentId: env!.id,
+          createdBy: null,
+          source: "git",
+          gitProvider: "gitea",
+          gitOwner: repo.owner,
+          gitRepo: repo.repo,
+          branch: "trunk",
+          commitSha: commit,
+        },
+        new Date(),
+      ),
+    );
+    server.node.services.wakeRunner?.();
+    const done = await c.waitFor(t, d.id, ["ready", "failed"]);
+    expect(done.failureReason).toBeNull();
+    expect(done.status).toBe("ready");
   });
 
   it("builds an upload deployment the same way", async () => {
