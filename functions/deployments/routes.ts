@@ -78,7 +78,7 @@ const cancel = defineRoute({
   tags: TAGS,
   summary: "Cancel a queued or building deployment",
   description:
-    "A `queued` or `building` deployment becomes `canceled` (its runner, once runners exist, stops work). 409 for any other state (deploying, ready, failed, canceled). No request body.",
+    "A `queued` or `building` deployment becomes `canceled` (its runner kills the build's process group within seconds). 409 for any other state (deploying, ready, failed, canceled). No request body.",
   permission: "project:write",
   request: { params: IdParam },
   responses: { 200: jsonResponse(DeploymentSchema, "The canceled deployment"), 409: CONFLICT_409 },
@@ -90,7 +90,7 @@ const promote = defineRoute({
   tags: TAGS,
   summary: "Make a ready deployment its environment's current one (rollback)",
   description:
-    "A `ready`, non-current deployment becomes its environment's current deployment without a rebuild; the previous current one stays `ready` with `current: false`. One switch at a time per environment: concurrent promotes leave exactly one current. 409 when the deployment is not ready or already current. No request body.",
+    "A `ready`, non-current deployment becomes its environment's current deployment without a rebuild; the previous current one stays `ready` with `current: false`. One switch at a time per environment: concurrent promotes leave exactly one current. Self-hosted: the runner starts it from its kept build, and the edge holds requests until it answers, then the previous app stops. 409 when the deployment is not ready, already current, crashed, or its build was pruned (the runner keeps the newest 3 superseded builds per environment). No request body.",
   permission: "project:write",
   request: { params: IdParam },
   responses: { 200: jsonResponse(DeploymentSchema, "The promoted deployment"), 409: CONFLICT_409 },

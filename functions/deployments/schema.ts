@@ -5,7 +5,7 @@ import type { DeploymentRow, Transition } from "./store";
 
 export const DeploymentStatusSchema = z.enum(DEPLOYMENT_STATUSES).openapi({
   description:
-    "queued → building → deploying → ready, or failed / canceled. Until the self-hosted runner lands, nothing moves a deployment past `queued` but cancel",
+    "queued → building → deploying → ready, or failed / canceled. A runner moves it (the self-hosted adapter runs one; on the cloud a deployment waits in the queue for a runner attached to its database)",
 });
 
 const DeploymentServiceSchema = z
@@ -46,6 +46,18 @@ export const DeploymentSchema = z
     createdAt: z.string(),
     startedAt: z.string().nullable().openapi({ description: "When its build started (its first `building` transition); null before" }),
     finishedAt: z.string().nullable().openapi({ description: "When it became ready, failed or canceled" }),
+    crashedAt: z
+      .string()
+      .nullable()
+      .openapi({
+        description: "Set when its app crashed more often than the restart policy allows (5 times in 10 minutes): it no longer serves; deploy again",
+      }),
+    prunedAt: z
+      .string()
+      .nullable()
+      .openapi({
+        description: "Set when the runner removed its kept build (it keeps the newest 3 superseded ones per environment): it can no longer be promoted",
+      }),
     transitions: z.array(TransitionSchema).openapi({ description: "Every status it went through, oldest first, with its time (`queued` first)" }),
   })
   .openapi("Deployment");
@@ -76,6 +88,8 @@ export function deploymentView(d: DeploymentRow, environment: string, transition
     createdAt: d.createdAt.toISOString(),
     startedAt: transitions.find((t) => t.status === "building")?.at.toISOString() ?? null,
     finishedAt: d.finishedAt?.toISOString() ?? null,
+    crashedAt: d.crashedAt?.toISOString() ?? null,
+    prunedAt: d.prunedAt?.toISOString() ?? null,
     transitions: transitions.map((t) => ({ status: t.status, at: t.at.toISOString() })),
   };
 }

@@ -119,6 +119,8 @@ export async function promoteDeployment(db: Db, orgId: string, id: string, now: 
     const { d } = await findDeployment(tx, orgId, id, "update");
     if (d.status !== "ready") throw new ApiError("conflict", `The deployment is ${d.status}: only a ready deployment can be promoted`);
     if (d.current) throw new ApiError("conflict", "The deployment is already its environment's current deployment");
+    if (d.prunedAt) throw new ApiError("conflict", "The deployment's build was removed (only the newest superseded builds are kept): deploy again instead");
+    if (d.crashedAt) throw new ApiError("conflict", "The deployment crashed more often than the restart policy allows: deploy again instead");
     return makeCurrent(tx, d, now);
   });
 }

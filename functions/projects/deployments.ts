@@ -40,7 +40,7 @@ const session = defineRoute({
   tags: ["Projects"],
   summary: "Open a read-only deployment/build session",
   description:
-    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes (never past the calling token's own expiry), for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments of this project and GET /api/deployments/{id} of its deployments (and the build-output routes as they land) and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
+    "Returns a bearer token (`wsd_…`, shown once) valid for 15 minutes (never past the calling token's own expiry), for this project only, read-only: it is accepted by GET /api/projects/{id}/deployments, GET /api/projects/{id}/logs and …/logs/stream of this project, and GET /api/deployments/{id}, …/logs and …/logs/stream of its deployments, and refused with 403 everywhere else, other projects included. Its permissions are `project:read` and `project:deployment:list`, narrowed to the caller's own; it dies early if the caller leaves the organization or the project is deleted. No request body.",
   permission: "project:read",
   request: { params: ProjectIdParam },
   responses: {

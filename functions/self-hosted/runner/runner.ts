@@ -67,6 +67,7 @@ import {
   setServing,
   stillServing,
   idleDeployments,
+  markPruned,
   setAsleep,
   wakeAlwaysOn,
   supersededBeyond,
@@ -316,6 +317,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   async function prune(environmentId: string) {
     for (const id of await supersededBeyond(db, environmentId, runnerId, KEEP_SUPERSEDED)) {
       if (supervisor.running().some((a) => a.deploymentId === id)) continue;
+      // Recorded first: a promote of it is refused from now on (its build is going).
+      await markPruned(db, id, now());
       removeWorkDir(id);
     }
   }

@@ -278,3 +278,11 @@ export async function decryptServiceValues(keyring: Keyring, d: DeploymentRow): 
   const text = await keyring.decrypt(d.servicesCiphertext, { orgId: d.orgId, table: "deployments", column: "services", rowId: d.id });
   return JSON.parse(text) as Record<string, Record<string, string>>;
 }
+
+/** The deployment's kept build is being removed: it can no longer be promoted. */
+export async function markPruned(db: Db, id: string, now: Date): Promise<void> {
+  await db
+    .update(deployments)
+    .set({ prunedAt: now })
+    .where(and(eq(deployments.id, id), isNull(deployments.prunedAt)));
+}

@@ -189,6 +189,8 @@ export const deployments = pgTable(
     port: integer("port"),
     /** Set when the app crashed more often than the restart policy allows; it no longer serves. */
     crashedAt: ts("crashed_at"),
+    /** Set when the runner removed its kept build (beyond the newest superseded ones): it can no longer be promoted. */
+    prunedAt: ts("pruned_at"),
     /** Sleep mode (auto_sleep): set while the app is stopped for being idle; the next request clears it and the runner starts it. */
     asleepAt: ts("asleep_at"),
     /** The last request an edge passed to it (written at most every few seconds per process): what idleness is measured from. */

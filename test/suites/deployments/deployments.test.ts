@@ -188,6 +188,21 @@ describe("deployments: cancel, promote, current", () => {
     expect(status.deployedCommit).toBe(first.commitSha);
   });
 
+  it("a crashed deployment or one whose build was pruned cannot be promoted (409, nothing changes); the read shows both marks", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    const [pruned, crashed, live] = [await seedQueued(p), await seedQueued(p), await seedQueued(p)];
+    for (const r of [pruned, crashed, live]) await markReady(h.db, r.id, new Date());
+    const at = new Date("2030-01-01T00:00:00Z");
+    await h.db.update(deployments).set({ prunedAt: at }).where(eq(deployments.id, pruned.id));
+    await h.db.update(deployments).set({ crashedAt: at }).where(eq(deployments.id, crashed.id));
+    expect((await expectProblem(await act(t, pruned.id, "promote"), 409)).detail).toMatch(/build was removed/);
+    expect((await expectProblem(await act(t, crashed.id, "promote"), 409)).detail).toMatch(/crashed/);
+    expect((await expectBody(await read(t, pruned.id), 200, DeploymentSchema)).prunedAt).toBe(at.toISOString());
+    expect((await expectBody(await read(t, crashed.id), 200, DeploymentSchema)).crashedAt).toBe(at.toISOString());
+    expect((await expectBody(await read(t, live.id), 200, DeploymentSchema)).current).toBe(true);
+  });
+
   it("two concurrent promotes of one environment leave exactly one current (real Postgres)", async (ctx) => {
     if (!h.realConcurrency) return ctx.skip("needs a database that runs transactions concurrently");
     const t = await seedTenant(h);
