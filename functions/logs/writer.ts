@@ -42,8 +42,28 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
         await appendLogLines(deps.db, batch);
         deps.onAppended?.([...new Set(batch.map((l) => l.projectId))]);
       } catch (error) {
-        dropped += batch.length;
-        deps.logger.error("log_append_failed", { lines: batch.length, error: (error as Error).message });
+        // One project's lines can fail alone (it or its deployment was just deleted): retry
+        // project by project so the others' lines are kept.
+        const byProject = new Map<string, NewLogLine[]>();
+        for (const l of batch) {
+          const list = byProject.get(l.projectId);
+          if (list) list.push(l);
+          else byProject.set(l.projectId, [l]);
+        }
+        if (byProject.size === 1) {
+          dropped += batch.length;
+          deps.logger.error("log_append_failed", { lines: batch.length, error: (error as Error).message });
+          return;
+        }
+        for (const [projectId, lines] of byProject) {
+          try {
+            await appendLogLines(deps.db, lines);
+            deps.onAppended?.([projectId]);
+          } catch (e) {
+            dropped += lines.length;
+            deps.logger.error("log_append_failed", { projectId, lines: lines.length, error: (e as Error).message });
+          }
+        }
       }
     });
     return inFlight;

@@ -7,6 +7,8 @@
 import { asc, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { appendLogLines, type NewLogLine } from "../../functions/logs/store";
+import { createLogWriter } from "../../functions/logs/writer";
+import { silentLogger } from "../../shared/http/logger";
 import { logLines } from "../../shared/db/schema";
 import { seedTenant, useHarness } from "../support/harness";
 import { pgliteHarness } from "../support/node-harness";
@@ -49,5 +51,29 @@ describe("appendLogLines", () => {
     await appendLogLines(h.db, [line(a.id, "next")]);
     const [next] = await h.db.select().from(logLines).where(eq(logLines.message, "next"));
     expect(next!.seq).toBe(awkward.length + 1);
+  });
+});
+
+describe("createLogWriter", () => {
+  it("a batch whose lines of one project cannot be stored (the project is gone) keeps the other projects' lines", async () => {
+    const t = await seedTenant(h);
+    const kept = await create(t);
+    const line = (projectId: string, message: string): NewLogLine => ({
+      orgId: t.orgId,
+      projectId,
+      deploymentId: null,
+      kind: "runtime",
+      stream: "stdout",
+      at: new Date(),
+      message,
+    });
+    const writer = createLogWriter({ db: h.db, logger: silentLogger });
+    writer.write(line(kept.id, "before"));
+    writer.write(line("prj_deleted_meanwhile", "orphan"));
+    writer.write(line(kept.id, "after"));
+    await writer.flush();
+    const rows = await h.db.select().from(logLines).where(eq(logLines.projectId, kept.id)).orderBy(asc(logLines.seq));
+    expect(rows.map((r) => r.message)).toEqual(["before", "after"]);
+    expect(writer.dropped).toBe(1);
   });
 });
