@@ -1,0 +1,61 @@
+/** Route-rule path matching: prefixes on segment boundaries, `*` within a segment, `**` across, and no blow-up on hostile input. */
+import { describe, expect, it } from "vitest";
+import { pathMatches } from "../../functions/route-rules/path-match";
+
+const yes = (pattern: string, ...paths: string[]) => {
+  for (const p of paths) expect(pathMatches(pattern, p), `${pattern} ~ ${p}`).toBe(true);
+};
+const no = (pattern: string, ...paths: string[]) => {
+  for (const p of paths) expect(pathMatches(pattern, p), `${pattern} !~ ${p}`).toBe(false);
+};
+
+describe("route-rule path matching", () => {
+  it("a plain path is a prefix on segment boundaries; / and null match everything", () => {
+    yes("/api", "/api", "/api/", "/api/x", "/api/x/y");
+    no("/api", "/apix", "/ap", "/", "/v1/api");
+    yes("/api/", "/api", "/api/", "/api/x");
+    no("/api/", "/apix");
+    yes("/", "/", "/anything", "/a/b/c");
+    expect(pathMatches(null, "/whatever")).toBe(true);
+  });
+
+  it("* matches within one segment, possibly nothing", () => {
+    yes("/static/*.js", "/static/app.js", "/static/.js");
+    no("/static/*.js", "/static/a/b.js", "/static/app.css", "/static/app.js/x");
+    yes("/u/*/profile", "/u/42/profile");
+    no("/u/*/profile", "/u/4/2/profile", "/u/profile");
+    yes("/*a*b", "/ab", "/xaxb", "/aab");
+    no("/*a*b", "/a/b", "/ba");
+  });
+
+  it("** matches across segments", () => {
+    yes("/admin/**", "/admin/x", "/admin/x/y/z", "/admin/");
+    no("/admin/**", "/administrator", "/adm");
+    yes("/**/*.js", "/a.js", "/x/a.js", "/x/y/z/a.js");
+    no("/**/*.js", "/x/a.css");
+    yes("/a/**/b", "/a/b", "/a/x/b", "/a/x/y/b");
+    no("/a/**/b", "/a/x/bc", "/ab");
+  });
+
+  it("a trailing /** also matches the bare prefix (a rule on /admin/** covers /admin)", () => {
+    yes("/admin/**", "/admin");
+    yes("/**", "/", "/x", "/x/y");
+  });
+
+  it("keeps the ** backtrack point after a later * (the old greedy matcher's bug)", () => {
+    yes("/**/x/*.js", "/a/x/b/x/c.js", "/x/c.js", "/q/x/c.js");
+    no("/**/x/*.js", "/a/x/b/c.js");
+    yes("/**/api/*/edit", "/v1/api/x/api/7/edit");
+    yes("/**a*/z", "/b/aa/a/z");
+  });
+
+  it("finishes fast on adversarial input", () => {
+    const path = `/${"a/".repeat(5_000)}`;
+    const started = performance.now();
+    expect(pathMatches("/**/**/**/*a*b", path)).toBe(false);
+    expect(pathMatches("/**/**/**/*a*b", `${path}aab`)).toBe(true);
+    expect(pathMatches(`/${"*a".repeat(60)}b`, `/${"a".repeat(10_000)}`)).toBe(false);
+    expect(pathMatches(`/${"**a".repeat(60)}b`, `/${"a".repeat(10_000)}`)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+});
