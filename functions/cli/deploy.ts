@@ -254,15 +254,26 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
   }
 }
 
+/**
+ * Where the app answers: its hostname with the API's scheme and port (a
+ * self-hosted edge serves apps on the API's own listener: http://app.localhost:8787
+ * on a default install; behind a TLS terminator on 443 it is plain https://host).
+ */
+export function appUrl(hostname: string, api: string): string {
+  const u = new URL(apiBase(api));
+  return `${u.protocol}//${hostname}${u.port ? `:${u.port}` : ""}`;
+}
+
 /** The human summary of a deploy. */
 export function summary(result: DeployResult, api: string): string {
   const p = result.project;
   const d = result.deployment;
+  const route = appUrl(p.routes.free.hostname, api);
   const lines = [
     `${result.created ? "Created" : "Updated"} project ${p.name} (${p.id})`,
     `  framework   ${p.framework}`,
     ...(p.buildCommand ? [`  build       ${p.buildCommand}`] : []),
-    `  route       https://${p.routes.free.hostname}`,
+    `  route       ${route}`,
     ...(p.services.length ? [`  services    ${p.services.map((s) => s.name).join(", ")}`] : []),
     `  deployment  ${d.id} (${d.environment})`,
   ];
@@ -272,7 +283,7 @@ export function summary(result: DeployResult, api: string): string {
       `(or GET ${apiBase(api)}/api/deployments/${d.id}/logs/stream; its state: GET ${apiBase(api)}/api/deployments/${d.id})`,
     );
   } else if (result.end.status === "ready") {
-    lines.push(`Deployment ${d.id} is ready: https://${p.routes.free.hostname}`);
+    lines.push(`Deployment ${d.id} is ready: ${route}`);
   }
   return `${lines.join("\n")}\n`;
 }

@@ -246,7 +246,8 @@ describe("wsp deploy: following the build (real log stream, runner steps played 
       expect(result.code, result.err).toBe(0);
       expect(result.out).toContain("step 1\nstep 2\n\u001b[32mstep 3\u001b[0m\nstep 4\n");
       expect(result.out.match(/step 2/g)).toHaveLength(1);
-      expect(result.out).toMatch(new RegExp(`Deployment ${d.id} is ready: https://`));
+      // The app is served on the API's own scheme and port (the self-hosted edge), not an assumed https.
+      expect(result.out).toMatch(new RegExp(`Deployment ${d.id} is ready: http://[a-z0-9-]+\\.[a-z0-9.-]+:\\d+\n`));
       expect(result.err, result.err).toMatch(/The log stream dropped .*reconnecting after line \d+/);
       // The read-only session token followed it; the second request resumed after the second line.
       expect(streamRequests[0]!.authorization).toMatch(/^Bearer wsd_/);
