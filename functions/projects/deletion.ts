@@ -55,8 +55,13 @@ export const deletionRouter = createRouter()
   .openapi(remove, async (c) => {
     const { orgId } = callerOf(c);
     const { id } = c.req.valid("param");
-    const removed = await deleteProject(c.get("db"), orgId, id);
+    const { removes, artifactKeys } = await deleteProject(c.get("db"), orgId, id);
     // Its deployment-session tokens are gone: forget cached lookups at once (rare, so all of them).
     c.get("authCache")?.invalidate();
-    return c.json({ projectId: id, removes: removed }, 200);
+    // Its upload deployments' tarballs go too; a failure leaves an orphan object, never a half-deleted project.
+    const uploads = c.get("uploads");
+    for (const key of uploads ? artifactKeys : []) {
+      await uploads!.remove(key).catch((error) => c.get("logger").error("artifact_remove_failed", { projectId: id, error: (error as Error).message }));
+    }
+    return c.json({ projectId: id, removes }, 200);
   });

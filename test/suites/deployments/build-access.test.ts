@@ -17,7 +17,7 @@ import { ProjectSchema } from "../../../functions/projects/schema";
 import { deployments, uploadSessions } from "../../../shared/db/schema";
 import { deploymentHelpers } from "../../support/deployments";
 import { folderClient, MASK, NEXT_APP } from "../../support/folder-client";
-import { expectBody, expectProblem, type Member, seedTenant } from "../../support/harness";
+import { expectBody, expectProblem, expectStatus, type Member, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
 import { tgz } from "../../support/tar-fixtures";
@@ -200,6 +200,17 @@ describe("deployments: build/access", () => {
     expect(await expectBody(await call(t, `/${plain.project.id}/services`), 200, z.object({ items: z.array(ServiceSchema) }))).toEqual({ items: [] });
     const stranger = await seedTenant(h);
     await expectProblem(await call(stranger, `/${project.id}/services`), 404);
+  });
+
+  it("deleting the project removes its deployments' artifacts from the upload store", async () => {
+    const t = await seedTenant(h);
+    const { bytes, sessionId, project } = await ensured(t, NEXT_APP);
+    const first = await expectBody(await access(t, { projectId: project.id, uploadSessionId: sessionId }), 201, BuildAccess);
+    const second = await expectBody(await queue(t, { projectId: project.id }), 201, DeploymentSchema);
+    const keys = [(await row(first.deployment.id)).artifactKey!, (await row(second.id)).artifactKey!];
+    for (const key of keys) expect(await storedSize(key)).toBe(bytes.length);
+    await expectStatus(await h.request(`/api/projects/${project.id}`, { method: "DELETE", token: t.token, org: t.orgId }), 200);
+    for (const key of keys) expect(await storedSize(key)).toBeNull();
   });
 
   it("a read-only token cannot queue (project:write)", async () => {
