@@ -46,6 +46,8 @@ export const projects = pgTable(
     /** AES-256-GCM ciphertext bound to (org, projects, clone_token, project id). */
     cloneTokenCiphertext: text("clone_token_ciphertext"),
     cloneTokenSetAt: ts("clone_token_set_at"),
+    /** Self-hosted local-folder projects: the folder (under a LOCAL_ROOTS root, resolved) deployments snapshot. */
+    localPath: text("local_path"),
     /** Set while the project is disabled (deploys paused, routes offline). */
     disabledAt: ts("disabled_at"),
     routingState: text("routing_state", { enum: ROUTING_STATES }).notNull().default("pending"),
