@@ -14,6 +14,13 @@
  * unread bytes makes the kernel send a reset, and a client that has not read the
  * answer yet loses it (and @hono/node-server on its own drops the socket 500 ms
  * after an early answer while advertising keep-alive).
+ *
+ * Timeouts: Node's `requestTimeout` (300 s for a whole request) is off, since a
+ * slow upload through the edge may rightly take longer; `headersTimeout` (60 s
+ * for the request head) still guards against clients that never finish one.
+ * close() lets requests in flight finish for the grace period, then cuts every
+ * connection, upgraded ones (WebSockets through the edge) included: those are
+ * no longer the HTTP server's, so they are tracked here.
  */
 import { getRequestListener } from "@hono/node-server";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -107,7 +114,13 @@ const STARTING = JSON.stringify({
  * Binds host:port (PortInUseError when taken) and returns the server; the app is attached later with serve().
  * `linger` overrides the lingering bounds (tests).
  */
-export async function bindHttpServer(opts: { port: number; host: string; linger?: { ms: number; bytes: number } }): Promise<BoundServer> {
+export async function bindHttpServer(opts: {
+  port: number;
+  host: string;
+  linger?: { ms: number; bytes: number };
+  /** How long close() waits for connections in flight (default CLOSE_GRACE_MS; tests). */
+  closeGraceMs?: number;
+}): Promise<BoundServer> {
   const limits: Lingering = { ...(opts.linger ?? { ms: LINGER_MS, bytes: LINGER_BYTES }), sockets: new Set() };
   let listener: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
   let edge: EdgeHandler | undefined;
@@ -117,6 +130,10 @@ export async function bindHttpServer(opts: { port: number; host: string; linger?
     if (listener) return void listener(req, res);
     res.writeHead(503, { "content-type": "application/problem+json", "retry-after": "1" }).end(STARTING);
   });
+  // A whole request may take as long as its body takes (a slow upload through the edge); the head must still come within headersTimeout.
+  server.requestTimeout = 0;
+  // Sockets taken over by an upgrade: server.closeAllConnections() no longer sees them.
+  const upgraded = new Set<Socket>();
   await new Promise<void>((resolve, reject) => {
     const onError = (e: NodeJS.ErrnoException) => {
       const where = `${opts.host}:${opts.port}`;
@@ -140,6 +157,8 @@ export async function bindHttpServer(opts: { port: number; host: string; linger?
       edge = appEdge;
       // The API has no upgrade routes: an upgrade that is not an app's is refused by closing the socket.
       server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+        upgraded.add(socket);
+        socket.once("close", () => upgraded.delete(socket));
         if (!edge?.upgrade(req, socket, head)) socket.destroy();
       });
     },
@@ -148,8 +167,11 @@ export async function bindHttpServer(opts: { port: number; host: string; linger?
         server.close(() => resolve());
         server.closeIdleConnections();
         for (const socket of limits.sockets) socket.destroy();
-        // In-flight requests finish; a proxied stream that would not (a long download) is cut after the grace period.
-        setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+        // In-flight requests finish; a proxied stream that would not (a long download, an open WebSocket) is cut after the grace period.
+        setTimeout(() => {
+          server.closeAllConnections();
+          for (const socket of upgraded) socket.destroy();
+        }, opts.closeGraceMs ?? CLOSE_GRACE_MS).unref();
       }),
   };
 }

@@ -12,13 +12,13 @@ import { connect, type AddressInfo, type Socket } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogWriter } from "../../functions/logs/writer";
-import { createEdge } from "../../functions/self-hosted/edge/edge";
+import { createEdge, type Edge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer, type BoundServer } from "../../functions/self-hosted/http-server";
 import { listenPgliteChannel, listenPostgresChannel, type Stoppable } from "../../shared/db/listen";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
 import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
-import { deployments, domains, environments, logLines, organizations, projects, routeRules } from "../../shared/db/schema";
+import { deployments, domains, environments, logLines, organizations, projects, rateLimits, routeRules } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
@@ -112,10 +112,10 @@ async function deploy(db: Db, s: Seeded, environmentId: string, port: number): P
   return id;
 }
 
-/** An HTTP/1.1 request to the edge with a given Host, answered as text. */
-function get(edgePort: number, host: string, path = "/", headers: Record<string, string> = {}) {
+/** An HTTP/1.1 request to the edge with a given Host, answered as text (`via`: the address to connect to). */
+function get(edgePort: number, host: string, path = "/", headers: Record<string, string> = {}, via = "127.0.0.1") {
   return new Promise<{ status: number; headers: IncomingMessage["headers"]; body: string }>((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port: edgePort, path, headers: { host, ...headers } }, (res) => {
+    const req = httpRequest({ host: via, port: edgePort, path, headers: { host, ...headers } }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (c) => {
@@ -132,22 +132,69 @@ interface EdgeServer {
   port: number;
   table: RouteTable;
   db: Db;
+  http: BoundServer;
+  edge: Edge;
 }
 
-async function startEdge(db: Db, listen: (table: RouteTable) => Promise<Stoppable>, trusted: string[] = []): Promise<EdgeServer> {
+interface EdgeOptions {
+  trusted?: string[];
+  apiHosts?: string[];
+  pruneEveryMs?: number;
+  /** Where to listen (default 127.0.0.1). */
+  host?: string;
+  closeGraceMs?: number;
+}
+
+async function startEdge(db: Db, listen: (table: RouteTable) => Promise<Stoppable>, opts: EdgeOptions = {}): Promise<EdgeServer> {
   const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
   const feed = await listen(table);
   const logs = createLogWriter({ db, logger: silentLogger });
-  const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: trusted.map((t) => parseCidr(t)!), holdMs: 1500, touchEveryMs: 1000 });
-  const http: BoundServer = await bindHttpServer({ port: 0, host: "127.0.0.1" });
+  const edge = createEdge({
+    db,
+    table,
+    logs,
+    logger: silentLogger,
+    trustedProxies: (opts.trusted ?? []).map((t) => parseCidr(t)!),
+    holdMs: 1500,
+    touchEveryMs: 1000,
+    apiHosts: opts.apiHosts,
+    pruneEveryMs: opts.pruneEveryMs,
+  });
+  const http: BoundServer = await bindHttpServer({ port: 0, host: opts.host ?? "127.0.0.1", closeGraceMs: opts.closeGraceMs });
   http.serve(() => new Response("the api", { headers: { "x-api": "1" } }), edge);
   cleanups.push(async () => {
+    edge.stop();
     await http.close();
     await feed.stop();
     table.stop();
     await logs.flush();
   });
-  return { port: http.port, table, db };
+  return { port: http.port, table, db, http, edge };
+}
+
+/** A request with a raw target (absolute-form, dot segments) sent verbatim on a socket; the answer's status and headers text. */
+function raw(edgePort: number, host: string, target: string) {
+  return new Promise<{ status: number; head: string; body: string }>((resolve, reject) => {
+    const socket = connect(edgePort, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (d) => {
+      text += d;
+    });
+    socket.on("error", reject);
+    socket.on("end", () => {
+      const split = text.indexOf("\r\n\r\n");
+      resolve({ status: Number(text.slice(9, 12)), head: text.slice(0, split).toLowerCase(), body: text.slice(split + 4) });
+    });
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+type RuleKind = "ban" | "allow-deny" | "rate-limit";
+async function addRule(db: Db, s: Seeded, kind: RuleKind, config: Record<string, unknown>, path: string | null = null): Promise<string> {
+  const id = newId("rr");
+  await db.insert(routeRules).values({ id, orgId: s.orgId, projectId: s.projectId, kind, path, config: config as never });
+  return id;
 }
 
 /** Polls `check` until it holds or `ms` pass; returns the time it took. */
@@ -174,8 +221,8 @@ describe("edge on PGlite", () => {
     await feed.stop();
     await database.close();
   });
-  const start = async (trusted: string[] = []) => {
-    edge = await startEdge(database.db, async () => ({ stop: async () => {} }), trusted);
+  const start = async (trusted: string[] = [], opts: EdgeOptions = {}) => {
+    edge = await startEdge(database.db, async () => ({ stop: async () => {} }), { ...opts, trusted });
     current = edge.table;
     return edge;
   };
@@ -443,6 +490,239 @@ describe("edge on PGlite", () => {
     const passed = await get(edge.port, host, "/", { "x-forwarded-for": "198.51.100.1, 127.0.0.1" });
     expect(passed.status).toBe(200);
     expect(JSON.parse(passed.body).headers["x-forwarded-for"]).toBe("198.51.100.1, 127.0.0.1, 198.51.100.1");
+  });
+
+  it("matches rules and logs on the normalized path: absolute-form, //, dot segments and escaped unreserved characters do not walk around a rule", async () => {
+    await start();
+    const s = await seedProject(database.db);
+    const app = await startApp("norm");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    await within(1000, async () => (await get(edge.port, host)).status === 200);
+    await addRule(database.db, s, "ban", { cidr: "127.0.0.0/8", expiresAt: null, reason: null }, "/admin");
+    await within(1000, async () => (await get(edge.port, host, "/admin")).status === 403);
+    for (const target of [
+      `http://${host}/admin`,
+      `http://elsewhere.example/admin?x=1`,
+      "//admin",
+      "/./admin",
+      "/a/../admin",
+      "/../admin/x",
+      "/%61dmin",
+      "/%2e%2e/admin",
+      "/x/%2E%2E/admin/",
+      "///admin//panel",
+      // An app that decodes %2F into a separator would route /admin/x: the rule applies to that form too.
+      "/admin%2Fx",
+      "/x%2F..%2Fadmin",
+    ]) {
+      const res = await raw(edge.port, host, target);
+      expect(res.status, target).toBe(403);
+      expect(res.head, target).toContain("x-workspace-edge: banned");
+    }
+    expect((await raw(edge.port, host, "/adminx")).status).toBe(200);
+    expect((await raw(edge.port, host, "/x/admin")).status).toBe(200);
+    // The app receives the normalized path with the original query.
+    const seen = JSON.parse((await get(edge.port, host, "/a/./b/../%63ode//x?q=%2e%2e")).body);
+    expect(seen.url).toBe("/a/code/x?q=%2e%2e");
+    expect(JSON.parse((await get(edge.port, host, `http://${host}/abs?y=1`)).body).url).toBe("/abs?y=1");
+    // The log line has the normalized path.
+    await within(2000, async () => {
+      const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
+      return lines.some((l) => l.fields?.path === "/a/code/x");
+    });
+    const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
+    const refused = lines.filter((l) => l.fields?.status === 403).map((l) => l.fields!.path);
+    expect(refused).toContain("/admin");
+    expect(refused).not.toContain("/a/../admin");
+    expect(refused).not.toContain("/%61dmin");
+    // A target longer than the edge takes: 414, before any rule or the app.
+    const long = await raw(edge.port, host, `/${"a".repeat(9_000)}`);
+    expect(long.status).toBe(414);
+    expect(long.head).toContain("x-workspace-edge: too_long");
+  });
+
+  it("a crashed current deployment is answered 502 (the app is failing), not 404", async () => {
+    await start();
+    const s = await seedProject(database.db);
+    const host = `${s.slug}.${SHARED}`;
+    const id = newId("dpl");
+    await database.db.insert(deployments).values({
+      id,
+      orgId: s.orgId,
+      projectId: s.projectId,
+      environmentId: s.productionId,
+      status: "ready",
+      current: true,
+      port: null,
+      crashedAt: new Date(),
+      source: "git",
+    });
+    await within(1000, async () => edge.table.lookup(host)?.deployment?.id === id);
+    const started = performance.now();
+    const res = await get(edge.port, host);
+    expect(res.status).toBe(502);
+    expect(res.headers["x-workspace-edge"]).toBe("bad_gateway");
+    // Answered at once, not held as if it were starting.
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it("the API's own hostnames stay the API's even when a project's domain claims one", async () => {
+    await start([], { apiHosts: ["API.Workspace.example:8443", `taken-free.${SHARED}`] });
+    const s = await seedProject(database.db);
+    const app = await startApp("squatter");
+    await deploy(database.db, s, s.productionId, app.port);
+    await database.db.insert(domains).values([
+      { id: newId("dom"), orgId: s.orgId, projectId: s.projectId, hostname: "api.workspace.example" },
+      { id: newId("dom"), orgId: s.orgId, projectId: s.projectId, hostname: `taken-free.${SHARED}` },
+      { id: newId("dom"), orgId: s.orgId, projectId: s.projectId, hostname: `ok.${s.slug}.example` },
+    ]);
+    await within(1000, async () => (await get(edge.port, `ok.${s.slug}.example`)).headers["x-app"] === "squatter");
+    expect(edge.table.lookup("api.workspace.example")?.projectId).toBe(s.projectId);
+    for (const host of ["api.workspace.example", "API.WORKSPACE.EXAMPLE:80", "api.workspace.example.", `taken-free.${SHARED}`]) {
+      const res = await get(edge.port, host);
+      expect(res.body, host).toBe("the api");
+      expect(res.headers["x-api"], host).toBe("1");
+    }
+  });
+
+  it("rule order on one path: a ban decides before allow-deny, allow-deny before the rate limit; a deny refuses without counting", async () => {
+    await start();
+    const s = await seedProject(database.db);
+    const app = await startApp("order");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    await within(1000, async () => (await get(edge.port, host)).status === 200);
+    // Created in the opposite of the evaluation order, so creation order cannot be what decides.
+    const limit = await addRule(database.db, s, "rate-limit", { limit: 1, windowSeconds: 60, by: "ip" }, "/x");
+    const allow = await addRule(database.db, s, "allow-deny", { mode: "allow", cidrs: ["10.0.0.0/8"] }, "/x");
+    const ban = await addRule(database.db, s, "ban", { cidr: "127.0.0.1", expiresAt: null, reason: null }, "/x");
+    await within(1000, async () => (await get(edge.port, host, "/x")).headers["x-workspace-edge"] === "banned");
+    await database.db.delete(routeRules).where(eq(routeRules.id, ban));
+    await within(1000, async () => (await get(edge.port, host, "/x")).headers["x-workspace-edge"] === "denied");
+    // Allow this client: now the rate limit decides (it counted nothing while the others refused).
+    await database.db
+      .update(routeRules)
+      .set({ config: { mode: "allow", cidrs: ["127.0.0.0/8"] } })
+      .where(eq(routeRules.id, allow));
+    await within(1000, async () => (await get(edge.port, host, "/x")).status === 200);
+    const over = await get(edge.port, host, "/x");
+    expect(over.status).toBe(429);
+    expect(over.headers["x-workspace-edge"]).toBe("rate_limited");
+
+    // A deny plus a rate limit on one path: the deny wins every time, and nothing is counted.
+    const t = await seedProject(database.db);
+    await deploy(database.db, t, t.productionId, app.port);
+    const other = `${t.slug}.${SHARED}`;
+    const tLimit = await addRule(database.db, t, "rate-limit", { limit: 1, windowSeconds: 60, by: "ip" }, "/y");
+    const deny = await addRule(database.db, t, "allow-deny", { mode: "deny", cidrs: ["127.0.0.0/8"] }, "/y");
+    await within(1000, async () => (await get(edge.port, other, "/y")).headers["x-workspace-edge"] === "denied");
+    for (let i = 0; i < 3; i++) expect((await get(edge.port, other, "/y")).headers["x-workspace-edge"]).toBe("denied");
+    expect(
+      await database.db
+        .select()
+        .from(rateLimits)
+        .where(eq(rateLimits.key, `edge:${tLimit}:127.0.0.1`)),
+    ).toHaveLength(0);
+    await database.db.delete(routeRules).where(eq(routeRules.id, deny));
+    await within(1000, async () => (await get(edge.port, other, "/y")).status === 200);
+    expect((await get(edge.port, other, "/y")).status).toBe(429);
+    expect(limit).toMatch(/^rr_/);
+  });
+
+  it("bans and allows IPv6 clients: a client on ::1 and clients through a trusted proxy", async () => {
+    await start(["127.0.0.1/32"]);
+    const v6 = await startEdge(database.db, async () => ({ stop: async () => {} }), { host: "::1" });
+    current = undefined;
+    const s = await seedProject(database.db);
+    const app = await startApp("v6");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    await addRule(database.db, s, "ban", { cidr: "::1/128", expiresAt: null, reason: null }, "/v6");
+    await addRule(database.db, s, "ban", { cidr: "2001:db8:bad::/48", expiresAt: null, reason: null }, "/v6");
+    await addRule(database.db, s, "allow-deny", { mode: "allow", cidrs: ["2001:db8:1::/64"] }, "/only");
+    // Both tables see the rows (the ::1 edge has no feed: it reloads by hand).
+    await v6.table.reload(s.projectId);
+    await edge.table.reload(s.projectId);
+    expect((await get(v6.port, host, "/v6", {}, "::1")).headers["x-workspace-edge"]).toBe("banned");
+    expect((await get(v6.port, host, "/open", {}, "::1")).status).toBe(200);
+    expect((await get(edge.port, host, "/v6")).status).toBe(200);
+    const via = (xff: string, path: string) => get(edge.port, host, path, { "x-forwarded-for": xff });
+    expect((await via("2001:db8:bad:1::5", "/v6")).headers["x-workspace-edge"]).toBe("banned");
+    expect((await via("2001:db8:bad0::5", "/v6")).status).toBe(200);
+    expect((await via("2001:db8:1::77", "/only")).status).toBe(200);
+    expect((await via("2001:db8:2::77", "/only")).headers["x-workspace-edge"]).toBe("denied");
+    expect((await via("198.51.100.7", "/only")).headers["x-workspace-edge"]).toBe("denied");
+  });
+
+  it("without TRUSTED_PROXIES a banned client's X-Forwarded-For is ignored: it stays banned", async () => {
+    await start();
+    const s = await seedProject(database.db);
+    const app = await startApp("untrusted");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    await addRule(database.db, s, "ban", { cidr: "127.0.0.1", expiresAt: null, reason: "test" });
+    await within(1000, async () => (await get(edge.port, host)).status === 403);
+    for (const xff of ["198.51.100.1", "198.51.100.1, 203.0.113.9", "::ffff:198.51.100.1"]) {
+      const res = await get(edge.port, host, "/", { "x-forwarded-for": xff });
+      expect(res.status, xff).toBe(403);
+      expect(res.headers["x-workspace-edge"]).toBe("banned");
+    }
+  });
+
+  it("rate-limits an IPv6 client by its /64, and prunes ended windows", async () => {
+    await start(["127.0.0.1/32"], { pruneEveryMs: 100 });
+    const s = await seedProject(database.db);
+    const app = await startApp("v6-limit");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    const id = await addRule(database.db, s, "rate-limit", { limit: 2, windowSeconds: 60, by: "ip" }, "/l");
+    await within(1000, async () => (edge.table.lookup(host)?.rules.length ?? 0) === 1);
+    const via = (xff: string) => get(edge.port, host, "/l", { "x-forwarded-for": xff });
+    // Three addresses of one /64 share its count.
+    expect((await via("2001:db8:0:1::1")).status).toBe(200);
+    expect((await via("2001:db8:0:1:aaaa::2")).status).toBe(200);
+    expect((await via("2001:db8:0:1:ffff:ffff:ffff:ffff")).status).toBe(429);
+    // Another /64 has its own; IPv4 clients count by address.
+    expect((await via("2001:db8:0:2::1")).status).toBe(200);
+    expect((await via("198.51.100.1")).status).toBe(200);
+    expect((await via("198.51.100.2")).status).toBe(200);
+    const keys = (await database.db.select().from(rateLimits)).map((r) => r.key).filter((k) => k.startsWith(`edge:${id}:`));
+    expect(keys.sort()).toEqual([`edge:${id}:198.51.100.1`, `edge:${id}:198.51.100.2`, `edge:${id}:2001:db8:0:1::/64`, `edge:${id}:2001:db8:0:2::/64`]);
+    // An ended window is deleted by the edge's prune.
+    const ended = `edge:${id}:203.0.113.250`;
+    await database.db.insert(rateLimits).values({ key: ended, windowEnd: new Date(Date.now() - 1000), count: 1, granted: 1 } as never);
+    await within(2000, async () => (await database.db.select().from(rateLimits).where(eq(rateLimits.key, ended))).length === 0);
+    expect(
+      await database.db
+        .select()
+        .from(rateLimits)
+        .where(eq(rateLimits.key, `edge:${id}:198.51.100.1`)),
+    ).toHaveLength(1);
+  });
+
+  it("the listener has no whole-request timeout (slow uploads pass) and close() cuts an open WebSocket after the grace period", async () => {
+    await start([], { closeGraceMs: 300 });
+    expect(edge.http.server.requestTimeout).toBe(0);
+    expect(edge.http.server.headersTimeout).toBeGreaterThan(0);
+    const s = await seedProject(database.db);
+    const app = await startApp("ws-close");
+    await deploy(database.db, s, s.productionId, app.port);
+    const host = `${s.slug}.${SHARED}`;
+    await within(1000, async () => (await get(edge.port, host)).status === 200);
+    const socket = connect(edge.port, "127.0.0.1");
+    const received: Buffer[] = [];
+    socket.on("data", (d) => received.push(d));
+    const closed = new Promise<void>((r) => socket.once("close", () => r()));
+    socket.write(
+      `GET /socket HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
+    await within(2000, async () => Buffer.concat(received).toString().startsWith("HTTP/1.1 101"));
+    const started = performance.now();
+    const done = await Promise.race([edge.http.close().then(() => "closed"), new Promise((r) => setTimeout(() => r("hung"), 3000))]);
+    expect(done).toBe("closed");
+    expect(performance.now() - started).toBeLessThan(2000);
+    await closed;
   });
 });
 

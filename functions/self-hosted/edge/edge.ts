@@ -5,9 +5,13 @@
  * other request is the API's. It sits in front of the API on the same listener
  * (one port, one `npm start`).
  *
- * Order per request: disabled project → 503; route rules (ban, allow-deny,
- * rate limit) → 403/429; nothing deployed → 404; proxy → the app's answer, or
- * 502 when it does not answer. Each request becomes a `request` log line (query
+ * A Host in `apiHosts` is always the API's, whatever project or domain claims it.
+ *
+ * Order per request: a target over MAX_TARGET → 414; disabled project → 503;
+ * route rules (ban, allow-deny, rate limit) on the normalized path
+ * (request-path.ts) → 403/429; nothing deployed → 404; a crashed deployment →
+ * 502; proxy (with the normalized path) → the app's answer, or 502 when it does
+ * not answer. Each request becomes a `request` log line (query
  * strings and headers are never stored: they carry secrets).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -16,10 +20,12 @@ import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
 import type { LogWriter } from "../../logs/writer";
+import { pruneRateLimits } from "../../notifications/rate-limit";
 import { clientAddress, isTrustedPeer } from "./client-address";
 import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
 import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
-import type { RouteTable } from "./route-table";
+import { type RequestPath, requestPath } from "./request-path";
+import { hostnameOf, type RouteTable } from "./route-table";
 import { evaluateRules, type Refusal } from "./rules";
 import { type EdgeTarget, touchDeployments, wakeDeployment } from "./store";
 
@@ -31,6 +37,8 @@ export interface Edge {
   handle(req: IncomingMessage, res: ServerResponse): boolean;
   /** Takes an upgrade (WebSocket) when its Host is an app's; false: not ours (the socket is left to the caller). */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): boolean;
+  /** Stops the edge's timers (the rate-limit prune). */
+  stop(): void;
 }
 
 export interface EdgeDeps {
@@ -46,20 +54,44 @@ export interface EdgeDeps {
   /** Called after a request woke a sleeping deployment (this process's runner starts it at once; others hear the database's notification). */
   onWake?: () => void;
   clock?: () => Date;
+  /**
+   * Hostnames that are always the API's (PUBLIC_URL's host, …), even when a
+   * project's slug or a connected domain equals one: an app must never take over
+   * the API's own name. Any case, with or without a port. Default: none.
+   */
+  apiHosts?: string[];
+  /**
+   * How often this process deletes ended rate-limit windows (`edge:<rule>:<client>`
+   * rows and any other ended ones) from `rate_limits`; 0: never. Default 60 s.
+   */
+  pruneEveryMs?: number;
 }
 
 /** How often a held request looks at the route table again. */
 const HOLD_POLL_MS = 25;
 
-/** The path without its query string (never logged or matched). */
-const pathOf = (url: string | undefined) => {
-  const raw = url ?? "/";
-  const q = raw.indexOf("?");
-  return q < 0 ? raw : raw.slice(0, q);
-};
+/** What a target longer than MAX_TARGET is logged and checked as (it is refused with 414 before any rule). */
+const TOO_LONG: RequestPath = { path: "/", forward: "/", match: ["/"] };
+const DEFAULT_PRUNE_EVERY_MS = 60_000;
 
 export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
+  const apiHosts = new Set((deps.apiHosts ?? []).map((h) => hostnameOf(h)).filter((h): h is string => h !== undefined));
+  const targetOf = (req: IncomingMessage) => {
+    const host = hostnameOf(req.headers.host);
+    if (host !== undefined && apiHosts.has(host)) return undefined;
+    return deps.table.lookup(req.headers.host);
+  };
+
+  // Ended rate-limit windows are deleted now and then (a later request starts a new window anyway).
+  const pruneEveryMs = deps.pruneEveryMs ?? DEFAULT_PRUNE_EVERY_MS;
+  const pruner =
+    pruneEveryMs > 0
+      ? setInterval(() => {
+          pruneRateLimits(deps.db, clock()).catch((error) => deps.logger.error("edge_rate_limit_prune_failed", { error: (error as Error).message }));
+        }, pruneEveryMs)
+      : undefined;
+  pruner?.unref();
 
   // Last request times, written in batches: at most one write per deployment per touchEveryMs.
   const touched = new Map<string, number>();
@@ -103,11 +135,18 @@ export function createEdge(deps: EdgeDeps): Edge {
   type Stop = { reason: EdgeReason; ruleId: string | null; headers: Record<string, string> };
 
   /** What stops the request before the app (a refusal, or a reason the edge answers itself), else the app's port. */
-  async function gate(req: IncomingMessage, target: EdgeTarget, path: string, client: ReturnType<typeof clientAddress>): Promise<Stop | { port: number }> {
+  async function gate(
+    req: IncomingMessage,
+    target: EdgeTarget,
+    path: RequestPath | null,
+    client: ReturnType<typeof clientAddress>,
+  ): Promise<Stop | { port: number }> {
+    if (!path) return { reason: "too_long", ruleId: null, headers: {} };
     if (target.disabled) return { reason: "disabled", ruleId: null, headers: {} };
-    const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path, clock());
+    const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path.match, clock());
     if (refusal) return refusal;
     if (!target.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
+    if (target.deployment.crashed) return { reason: "bad_gateway", ruleId: null, headers: {} };
     const port = await portFor(req.headers.host, target);
     if (port === null) return { reason: "waking", ruleId: null, headers: { "retry-after": "5" } };
     return { port };
@@ -161,10 +200,11 @@ export function createEdge(deps: EdgeDeps): Edge {
 
   async function serve(req: IncomingMessage, res: ServerResponse, target: EdgeTarget) {
     const started = performance.now();
-    const path = pathOf(req.url);
+    const parsed = requestPath(req.url);
+    const path = (parsed ?? TOO_LONG).path;
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const gated = await gate(req, target, path, client);
+      const gated = await gate(req, target, parsed, client);
       if (!("port" in gated)) {
         req.resume();
         const bytes = sendPage(res, gated.reason, gated.headers);
@@ -172,7 +212,7 @@ export function createEdge(deps: EdgeDeps): Edge {
         return;
       }
       touch(target.deployment!.id);
-      const result = await proxyHttp(req, res, gated.port, forwarding(req, client.text));
+      const result = await proxyHttp(req, res, gated.port, parsed!.forward, forwarding(req, client.text));
       record(req, target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
@@ -183,17 +223,18 @@ export function createEdge(deps: EdgeDeps): Edge {
 
   async function serveUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, target: EdgeTarget) {
     const started = performance.now();
-    const path = pathOf(req.url);
+    const parsed = requestPath(req.url);
+    const path = (parsed ?? TOO_LONG).path;
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     try {
-      const gated = await gate(req, target, path, client);
+      const gated = await gate(req, target, parsed, client);
       if (!("port" in gated)) {
         sendPageOnSocket(socket, gated.reason, gated.headers);
         record(req, target, path, client.text, started, statusOf(gated.reason), 0, gated.ruleId);
         return;
       }
       touch(target.deployment!.id);
-      proxyUpgrade(req, socket, head, gated.port, forwarding(req, client.text));
+      proxyUpgrade(req, socket, head, gated.port, parsed!.forward, forwarding(req, client.text));
       record(req, target, path, client.text, started, 101, 0, null);
     } catch (error) {
       deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });
@@ -203,16 +244,19 @@ export function createEdge(deps: EdgeDeps): Edge {
 
   return {
     handle(req, res) {
-      const target = deps.table.lookup(req.headers.host);
+      const target = targetOf(req);
       if (!target) return false;
       void serve(req, res, target);
       return true;
     },
     upgrade(req, socket, head) {
-      const target = deps.table.lookup(req.headers.host);
+      const target = targetOf(req);
       if (!target) return false;
       void serveUpgrade(req, socket, head, target);
       return true;
+    },
+    stop() {
+      if (pruner) clearInterval(pruner);
     },
   };
 }

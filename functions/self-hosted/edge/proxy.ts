@@ -73,7 +73,8 @@ export interface ProxyResult {
   badGateway: boolean;
 }
 
-export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, f: Forwarding): Promise<ProxyResult> {
+/** `target`: the request target sent to the app (the edge's normalized path and the original query, see request-path.ts). */
+export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, target: string, f: Forwarding): Promise<ProxyResult> {
   return new Promise((resolve) => {
     let bytes = 0;
     let settled = false;
@@ -86,7 +87,7 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
       host: "127.0.0.1",
       port,
       method: req.method,
-      path: req.url,
+      path: target,
       headers: withForwarding(endToEnd(req.rawHeaders), req, f) as unknown as Record<string, string>,
       timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
     });
@@ -127,13 +128,13 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
  * over a new TCP connection with Upgrade/Connection kept, then both sockets are
  * piped until either side closes.
  */
-export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, f: Forwarding): void {
+export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, target: string, f: Forwarding): void {
   const upstream = connect(port, "127.0.0.1");
   let connected = false;
   upstream.once("connect", () => {
     connected = true;
     const headers = withForwarding(endToEnd(req.rawHeaders, new Set(["upgrade", "connection"])), req, f);
-    let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
+    let text = `${req.method} ${target} HTTP/1.1\r\n`;
     for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     upstream.write(`${text}\r\n`);
     if (head.length > 0) upstream.write(head);

@@ -4,6 +4,14 @@
  * that refuses decides. Rate limits count in the shared `rate_limits` table
  * (one atomic upsert per request with a matching rule), so every adapter
  * process on one Postgres shares one count per rule and client address.
+ *
+ * Rules match the normalized request path (request-path.ts): a rule applies
+ * when it matches any of the forms given (the path, and its `%2F`-decoded form).
+ *
+ * Rate limits count an IPv6 client by its /64: one subscriber, host or VM is
+ * normally given a whole /64 (RFC 6177, SLAAC), so keying by the full address
+ * would let one client take 2^64 fresh counters by rotating its interface id.
+ * IPv4 clients count by their address.
  */
 import type { Db } from "../../../shared/db/types";
 import { type Address, type Cidr, cidrContains, parseCidr } from "../../../shared/net/cidr";
@@ -31,16 +39,25 @@ function blocksOf(rule: EdgeRule): Cidr[] {
   return blocks;
 }
 
+/** The rate-limit counter's client part: an IPv4 address, or an IPv6 client's /64 (`2001:db8:0:1::/64`). */
+export function rateLimitClient(client: { text: string; address: Address | null }): string {
+  const a = client.address;
+  if (a?.family !== 6) return client.text;
+  const top = a.value >> 64n;
+  const groups = [48n, 32n, 16n, 0n].map((shift) => ((top >> shift) & 0xffffn).toString(16));
+  return `${groups.join(":")}::/64`;
+}
+
 const inAny = (rule: EdgeRule, client: Address | null) => client !== null && blocksOf(rule).some((c) => cidrContains(c, client));
 
 export async function evaluateRules(
   db: Db,
   rules: EdgeRule[],
   client: { text: string; address: Address | null },
-  path: string,
+  paths: readonly string[],
   now: Date,
 ): Promise<Refusal | null> {
-  const matching = rules.filter((r) => pathMatches(r.path, path));
+  const matching = rules.filter((r) => paths.some((p) => pathMatches(r.path, p)));
   if (matching.length === 0) return null;
   for (const rule of matching) {
     if (rule.kind !== "ban") continue;
@@ -56,9 +73,10 @@ export async function evaluateRules(
   }
   const limits = matching.filter((r) => r.kind === "rate-limit");
   if (limits.length === 0) return null;
+  const who = rateLimitClient(client);
   const takes = limits.map((rule) => {
     const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
-    return { rule, key: `edge:${rule.id}:${client.text}`, max: limit, windowMs: windowSeconds * 1000 };
+    return { rule, key: `edge:${rule.id}:${who}`, max: limit, windowMs: windowSeconds * 1000 };
   });
   const granted = await takeRateLimits(db, takes, now);
   for (const t of takes) {

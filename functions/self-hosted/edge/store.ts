@@ -4,7 +4,7 @@
  * route rules. Loaded whole at start and again per project when the
  * `workspace_edge` channel names it (migrations/0011_edge_notify.sql).
  */
-import { and, eq, inArray, isNotNull, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNotNull } from "drizzle-orm";
 import {
   deployments,
   domains,
@@ -32,11 +32,12 @@ export interface EdgeTarget {
   disabled: boolean;
   sleepMode: (typeof SLEEP_MODES)[number];
   /**
-   * The environment's current deployment (not crashed); `port` null while it is
-   * not listening yet (a promote being started, an app asleep): the edge holds
-   * requests until it is.
+   * The environment's current deployment; `port` null while it is not listening
+   * yet (a promote being started, an app asleep): the edge holds requests until
+   * it is. A crashed one (the runner gave up restarting it) stays here so the
+   * edge answers 502 (the app is failing), not 404 (nothing deployed).
    */
-  deployment: { id: string; port: number | null; servedBy: string | null; asleep: boolean } | null;
+  deployment: { id: string; port: number | null; servedBy: string | null; asleep: boolean; crashed: boolean } | null;
   /** Enabled rules, in creation order. */
   rules: EdgeRule[];
 }
@@ -63,9 +64,10 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
         port: deployments.port,
         servedBy: deployments.servedBy,
         asleepAt: deployments.asleepAt,
+        crashedAt: deployments.crashedAt,
       })
       .from(deployments)
-      .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNull(deployments.crashedAt))),
+      .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true))),
     db.select({ projectId: domains.projectId, hostname: domains.hostname }).from(domains).where(inArray(domains.projectId, ids)),
     db
       .select()
@@ -92,7 +94,7 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
       environment: e.name,
       disabled: p.disabledAt !== null,
       sleepMode: p.sleepMode,
-      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy, asleep: d.asleepAt !== null } : null,
+      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy, asleep: d.asleepAt !== null, crashed: d.crashedAt !== null } : null,
       rules: rulesOf.get(p.id) ?? [],
     };
     if (e.kind === "production") {

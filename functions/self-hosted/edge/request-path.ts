@@ -1,0 +1,112 @@
+/**
+ * The request target as the edge sees it: normalized once per request into the
+ * path that route rules match and the server log records, and the target sent
+ * on to the app.
+ *
+ * Normalization (so `/admin` cannot be walked around):
+ * - absolute-form (`GET http://host/admin`) → its path (the edge routes by the
+ *   Host header; the app gets origin-form with that Host, so it sees the same
+ *   host and path the rules saw); asterisk-form and anything not starting with
+ *   `/` is read as `/` + it;
+ * - the query (and a fragment, never sent by browsers) is cut off;
+ * - percent-encoded unreserved characters (ALPHA DIGIT - . _ ~) are decoded
+ *   (`/%61dmin` → `/admin`); every other escape is kept, hex upper-cased, so
+ *   `%2F` stays `%2F`: it is data inside a segment, not a separator (RFC 3986
+ *   §2.2), and decoding it would change what many apps route;
+ * - repeated slashes collapse; dot segments resolve (RFC 3986 §5.2.4), never
+ *   above the root (`/../admin` → `/admin`).
+ *
+ * One pass per step over at most MAX_TARGET characters (longer targets are
+ * refused with 414 before this runs): linear time.
+ *
+ * The app receives the NORMALIZED path plus the original query: it then routes
+ * exactly the path the rules were matched against, whatever its own notion of
+ * `..`, `//` or `%61` is. `%2F` is the one escape an app may still decode into a
+ * separator, so rules are matched against both forms (see `matchPaths`): a rule
+ * that matches either applies.
+ */
+
+/** Longest request target (path and query) the edge takes; longer: 414. (nginx's default line buffer is 8 KiB too.) */
+export const MAX_TARGET = 8 * 1024;
+
+export interface RequestPath {
+  /** The normalized path: what rules match and the log records. */
+  path: string;
+  /** The normalized path with the original query (`?…`, or ""): what the app receives. */
+  forward: string;
+  /** The paths rules are matched against: the path, and its form with `%2F` read as `/` when that differs. */
+  match: string[];
+}
+
+const isUnreserved = (c: number) =>
+  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2e || c === 0x5f || c === 0x7e;
+
+const hexValue = (c: number) => (c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x41 && c <= 0x46 ? c - 0x37 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1);
+
+/** Decodes escapes of unreserved characters; upper-cases the hex of the others. `slashes`: also decode %2F to `/`. */
+function decodeUnreserved(path: string, slashes: boolean): string {
+  if (!path.includes("%")) return path;
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < path.length; i++) {
+    if (path.charCodeAt(i) !== 0x25 || i + 2 >= path.length) continue;
+    const hi = hexValue(path.charCodeAt(i + 1));
+    const lo = hexValue(path.charCodeAt(i + 2));
+    if (hi < 0 || lo < 0) continue;
+    const code = hi * 16 + lo;
+    out += path.slice(from, i);
+    out += isUnreserved(code) || (slashes && code === 0x2f) ? String.fromCharCode(code) : path.slice(i, i + 3).toUpperCase();
+    from = i + 3;
+    i += 2;
+  }
+  return out + path.slice(from);
+}
+
+/** Collapses `//` and resolves `.` and `..` segments (never above the root); keeps a trailing slash. */
+export function removeDotSegments(path: string): string {
+  const out: string[] = [];
+  let trailing = false;
+  let start = 0;
+  while (start <= path.length) {
+    let end = path.indexOf("/", start);
+    if (end < 0) end = path.length;
+    const segment = path.slice(start, end);
+    trailing = false;
+    if (segment === "..") {
+      out.pop();
+      trailing = true;
+    } else if (segment === ".") trailing = true;
+    else if (segment === "") trailing = end === path.length && out.length > 0;
+    else out.push(segment);
+    start = end + 1;
+  }
+  if (out.length === 0) return "/";
+  return `/${out.join("/")}${trailing ? "/" : ""}`;
+}
+
+/** Normalizes a request target (see above); null when it is longer than MAX_TARGET. */
+export function requestPath(url: string | undefined): RequestPath | null {
+  const raw = url || "/";
+  if (raw.length > MAX_TARGET) return null;
+  let cut = raw.length;
+  const q = raw.indexOf("?");
+  const hash = raw.indexOf("#");
+  if (hash >= 0) cut = hash;
+  if (q >= 0 && q < cut) cut = q;
+  const query = q >= 0 && q < (hash < 0 ? raw.length : hash) ? raw.slice(q, hash < 0 ? raw.length : hash) : "";
+  let target = raw.slice(0, cut);
+  if (!target.startsWith("/")) {
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(target);
+    if (scheme) {
+      const slash = target.indexOf("/", scheme[0].length);
+      target = slash < 0 ? "/" : target.slice(slash);
+    } else target = `/${target === "*" ? "" : target}`;
+  }
+  const path = removeDotSegments(decodeUnreserved(target, false));
+  const match = [path];
+  if (path.includes("%2F")) {
+    const decoded = removeDotSegments(decodeUnreserved(path, true));
+    if (decoded !== path) match.push(decoded);
+  }
+  return { path, forward: `${path}${query}`, match };
+}
