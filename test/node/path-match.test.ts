@@ -1,6 +1,11 @@
-/** Route-rule path matching: prefixes on segment boundaries, `*` within a segment, `**` across, and no blow-up on hostile input. */
+/**
+ * Route-rule path matching (prefixes on segment boundaries, `*` within a
+ * segment, `**` across, no blow-up on hostile input) and the edge's request
+ * path normalization that rules are matched against.
+ */
 import { describe, expect, it } from "vitest";
 import { pathMatches } from "../../functions/route-rules/path-match";
+import { MAX_TARGET, requestPath } from "../../functions/self-hosted/edge/request-path";
 
 const yes = (pattern: string, ...paths: string[]) => {
   for (const p of paths) expect(pathMatches(pattern, p), `${pattern} ~ ${p}`).toBe(true);
@@ -57,5 +62,46 @@ describe("route-rule path matching", () => {
     expect(pathMatches(`/${"*a".repeat(60)}b`, `/${"a".repeat(10_000)}`)).toBe(false);
     expect(pathMatches(`/${"**a".repeat(60)}b`, `/${"a".repeat(10_000)}`)).toBe(false);
     expect(performance.now() - started).toBeLessThan(500);
+  });
+});
+
+describe("the edge's request path normalization", () => {
+  const path = (target: string) => requestPath(target)?.path;
+
+  it("reads absolute-form as its path, cuts the query and fragment, keeps the query for the app", () => {
+    expect(requestPath("http://h.example/admin?x=1")).toEqual({ path: "/admin", forward: "/admin?x=1", match: ["/admin"] });
+    expect(path("https://h.example")).toBe("/");
+    expect(path("*")).toBe("/");
+    expect(requestPath("/a?b=/../c#frag")).toMatchObject({ path: "/a", forward: "/a?b=/../c" });
+  });
+
+  it("decodes escaped unreserved characters only, upper-cases other escapes and keeps %2F", () => {
+    expect(path("/%61dmin")).toBe("/admin");
+    expect(path("/%7e%2D%5f%2e%30")).toBe("/~-_.0");
+    expect(path("/a%20b%3f")).toBe("/a%20b%3F");
+    expect(path("/a%2fb")).toBe("/a%2Fb");
+    expect(path("/bad%zz%4")).toBe("/bad%zz%4");
+    expect(requestPath("/admin%2Fx")?.match).toEqual(["/admin%2Fx", "/admin/x"]);
+  });
+
+  it("collapses slashes and resolves dot segments without going above the root", () => {
+    expect(path("//admin")).toBe("/admin");
+    expect(path("/./admin")).toBe("/admin");
+    expect(path("/a/../admin")).toBe("/admin");
+    expect(path("/../../admin")).toBe("/admin");
+    expect(path("/%2e%2E/admin")).toBe("/admin");
+    expect(path("/a/b/..")).toBe("/a/");
+    expect(path("/a/b/.")).toBe("/a/b/");
+    expect(path("/a//b///")).toBe("/a/b/");
+    expect(path("/...")).toBe("/...");
+    expect(path("/")).toBe("/");
+    expect(path("")).toBe("/");
+  });
+
+  it("refuses targets over the cap and stays linear below it", () => {
+    expect(requestPath(`/${"a".repeat(MAX_TARGET)}`)).toBeNull();
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) requestPath(`/${"./../%2e%2E//%61".repeat(Math.floor(MAX_TARGET / 18))}`);
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 });
