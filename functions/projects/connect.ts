@@ -4,6 +4,7 @@
  * full lifecycle (DNS preview, verification, TLS) belongs to the domains API.
  */
 import { z } from "@hono/zod-openapi";
+import type { ServiceConfig } from "../../shared/http/context";
 import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
@@ -12,7 +13,7 @@ import { ProjectIdParam, ProjectSchema } from "./schema";
 import { projectView } from "./store";
 
 /** Lower-cased, without a trailing dot. */
-const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
+export const normalizeHostname = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
 
 /** A public DNS name: 2+ labels of letters, digits and inner hyphens, an alphabetic top-level label (so no IP addresses). */
 function isHostname(h: string): boolean {
@@ -35,7 +36,7 @@ const route = defineRoute({
   path: "/projects/{id}/connect",
   tags: ["Projects"],
   summary: "Add a custom domain and mark it primary",
-  description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400). At most ${MAX_DOMAINS} domains per project (409).`,
+  description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400); neither can the API's own host: the host of PUBLIC_URL (self-hosted, when set) and the host this request is sent to (400), since the edge would send API traffic to the app. At most ${MAX_DOMAINS} domains per project (409).`,
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ domain: Hostname })) },
   responses: {
@@ -44,13 +45,35 @@ const route = defineRoute({
   },
 });
 
+/** The hostname of a URL, lower-cased and without a trailing dot; undefined when unset or not a URL. */
+function hostOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return normalizeHostname(new URL(url).hostname);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `domain` cannot be connected, if it cannot: hosts under the shared domain
+ * are free routes, and the API's own hosts (PUBLIC_URL's, and the one this
+ * request came to) stay the API's: a project domain equal to one would make the
+ * edge send API traffic, bearer tokens included, to an app.
+ */
+export function reservedHostReason(domain: string, config: ServiceConfig, requestUrl: string): string | undefined {
+  const shared = normalizeHostname(config.sharedDomain);
+  if (domain === shared || domain.endsWith(`.${shared}`)) return `Hosts under ${shared} are free routes and cannot be connected`;
+  if (domain === hostOf(config.publicUrl)) return `${domain} is this instance's own host (PUBLIC_URL) and cannot be connected`;
+  if (domain === hostOf(requestUrl)) return `${domain} is the host this API is reached at and cannot be connected`;
+  return undefined;
+}
+
 export const connectRouter = createRouter().openapi(route, async (c) => {
   const { orgId } = callerOf(c);
   const { domain } = c.req.valid("json");
-  const shared = c.get("config").sharedDomain.toLowerCase();
-  if (domain === shared || domain.endsWith(`.${shared}`)) {
-    throw badRequest("domain", `Hosts under ${shared} are free routes and cannot be connected`);
-  }
+  const refused = reservedHostReason(domain, c.get("config"), c.req.url);
+  if (refused) throw badRequest("domain", refused);
   const row = await connectDomain(c.get("db"), orgId, c.req.valid("param").id, domain);
   return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
 });

@@ -8,6 +8,7 @@ import { pageOf, toPage, DEFAULT_LIMIT, MAX_LIMIT, PageQuery } from "../../share
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdateProjectBody } from "./schema";
+import { configReservedSlugs } from "./slug";
 import { createProject, findProject, listProjects, mergeOptions, patchProject, projectView, projectViews, type ProjectSet } from "./store";
 
 const TAGS = ["Projects"];
@@ -82,7 +83,8 @@ export const projectsCrudRouter = createRouter()
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
     const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
-    const row = await createProject(c.get("db"), callerOf(c).orgId, body, gitProvider, body.buildCommand ? { buildCommand: body.buildCommand } : {});
+    const options = body.buildCommand ? { buildCommand: body.buildCommand } : {};
+    const row = await createProject(c.get("db"), callerOf(c).orgId, body, gitProvider, options, configReservedSlugs(c.get("config")));
     return c.json(await projectView(c.get("db"), row, c.get("config")), 201);
   })
   .openapi(get, async (c) => {

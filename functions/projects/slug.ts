@@ -5,6 +5,8 @@
  * is unique across the deployment: when the base is taken (or reserved), a `-` and
  * 6 random characters are appended. Renaming a project never changes its slug.
  */
+import type { ServiceConfig } from "../../shared/http/context";
+
 const RESERVED = new Set(["www", "api", "app", "admin", "dashboard", "status", "mail", "docs"]);
 const ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789";
 
@@ -26,10 +28,36 @@ function suffix(): string {
   return out;
 }
 
-/** Candidates in order: the base (unless reserved), then random suffixes. */
-export function slugCandidates(name: string, attempts = 5): string[] {
+function hostOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return new URL(url).hostname.toLowerCase().replace(/\.$/, "");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Slugs this instance's own configuration reserves besides the fixed list: when
+ * the host of PUBLIC_URL is `<label>.<SHARED_DOMAIN>`, a project with the slug
+ * `<label>` would own the API's own hostname as its free route (and the edge
+ * would send API traffic, bearer tokens included, to that app). A label with
+ * `--` reserves its part before the first `--`, since `<slug>--<environment>` is
+ * a preview hostname (a slug never holds `--`).
+ */
+export function configReservedSlugs(config: Pick<ServiceConfig, "sharedDomain" | "publicUrl">): string[] {
+  const host = hostOf(config.publicUrl);
+  const shared = config.sharedDomain.toLowerCase().replace(/\.$/, "");
+  if (!host?.endsWith(`.${shared}`)) return [];
+  const label = host.slice(0, -shared.length - 1);
+  if (label.includes(".") || label === "") return [];
+  return [label.split("--")[0]!].filter((l) => l !== "");
+}
+
+/** Candidates in order: the base (unless reserved, by the fixed list or by `reserved`), then random suffixes. */
+export function slugCandidates(name: string, reserved: readonly string[] = [], attempts = 5): string[] {
   const base = baseSlug(name);
-  const out = RESERVED.has(base) ? [] : [base];
+  const out = RESERVED.has(base) || reserved.includes(base) ? [] : [base];
   while (out.length < attempts) out.push(`${base}-${suffix()}`);
   return out;
 }

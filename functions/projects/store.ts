@@ -184,14 +184,15 @@ export async function createProject(
   fields: NewProject,
   gitProvider: ProjectRow["gitProvider"],
   options: ProjectOptions,
+  reservedSlugs: readonly string[] = [],
 ): Promise<ProjectRow> {
-  return db.transaction((tx) => insertProject(tx, orgId, fields, gitProvider, options));
+  return db.transaction((tx) => insertProject(tx, orgId, fields, gitProvider, options, reservedSlugs));
 }
 
 /**
  * Records a project and its production environment inside the caller's
  * transaction (create and ensure). The slug is unique across the deployment: the
- * base, then random suffixes.
+ * base, then random suffixes (`reservedSlugs`: the instance's own, see configReservedSlugs).
  */
 export async function insertProject(
   tx: Tx,
@@ -199,8 +200,9 @@ export async function insertProject(
   fields: NewProject,
   gitProvider: ProjectRow["gitProvider"],
   options: ProjectOptions,
+  reservedSlugs: readonly string[] = [],
 ): Promise<ProjectRow> {
-  for (const slug of slugCandidates(fields.name)) {
+  for (const slug of slugCandidates(fields.name, reservedSlugs)) {
     const [row] = await tx
       .insert(projects)
       .values({

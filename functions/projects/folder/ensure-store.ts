@@ -106,7 +106,7 @@ interface Ensured {
   uploadSessionId: string | null;
 }
 
-export async function ensureProject(db: Db, keyring: Keyring, orgId: string, body: Body, now: Date): Promise<Ensured> {
+export async function ensureProject(db: Db, keyring: Keyring, orgId: string, body: Body, now: Date, reservedSlugs: readonly string[] = []): Promise<Ensured> {
   return db.transaction(async (tx) => {
     const session = body.uploadSessionId ? await findSession(tx, orgId, body.uploadSessionId, now, "update") : undefined;
     if (session && !session.scannedAt) {
@@ -125,7 +125,14 @@ export async function ensureProject(db: Db, keyring: Keyring, orgId: string, bod
       await findProject(tx, orgId, projectId, "update");
       row = await updateProject(tx, orgId, projectId, ensuredFields(body, gitProvider, now));
     } else {
-      row = await insertProject(tx, orgId, body, gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null), optionsOf(body) as ProjectOptions);
+      row = await insertProject(
+        tx,
+        orgId,
+        body,
+        gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null),
+        optionsOf(body) as ProjectOptions,
+        reservedSlugs,
+      );
       created = true;
     }
 

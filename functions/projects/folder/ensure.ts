@@ -8,6 +8,7 @@ import { ENSURED_TTL_MS } from "../../../shared/storage/limits";
 import { EnsureBody, EnsuredProjectSchema } from "./ensure-schema";
 import { ensureProject } from "./ensure-store";
 import { STATUS_DOC } from "../schema";
+import { configReservedSlugs } from "../slug";
 import { projectView } from "../store";
 
 const route = defineRoute({
@@ -38,7 +39,14 @@ const route = defineRoute({
 });
 
 export const ensureRouter = createRouter().openapi(route, async (c) => {
-  const ensured = await ensureProject(c.get("db"), c.get("keyring"), callerOf(c).orgId, c.req.valid("json"), c.get("clock")());
+  const ensured = await ensureProject(
+    c.get("db"),
+    c.get("keyring"),
+    callerOf(c).orgId,
+    c.req.valid("json"),
+    c.get("clock")(),
+    configReservedSlugs(c.get("config")),
+  );
   const view = await projectView(c.get("db"), ensured.row, c.get("config"));
   const body = { ...view, services: ensured.services, uploadSessionId: ensured.uploadSessionId };
   return ensured.created ? c.json(body, 201) : c.json(body, 200);
