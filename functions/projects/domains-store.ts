@@ -1,8 +1,8 @@
 /** Custom domain rows. A hostname belongs to one project across the deployment; one domain per project is primary. */
-import { and, count, eq, ne } from "drizzle-orm";
+import { and, asc, count, desc, eq, ne } from "drizzle-orm";
 import { domains } from "../../shared/db/schema";
-import type { Db } from "../../shared/db/types";
-import { ApiError } from "../../shared/http/errors";
+import type { Db, Executor } from "../../shared/db/types";
+import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
 import { findProject, type ProjectRow } from "./store";
 
@@ -36,5 +36,39 @@ export async function connectDomain(db: Db, orgId: string, projectId: string, ho
       .where(and(eq(domains.projectId, project.id), eq(domains.isPrimary, true), ne(domains.hostname, hostname)));
     await tx.update(domains).set({ isPrimary: true }).where(eq(domains.hostname, hostname));
     return project;
+  });
+}
+
+export type DomainRow = typeof domains.$inferSelect;
+
+/** A project's domains: the primary first, then oldest first. */
+export async function listDomains(ex: Executor, projectId: string): Promise<DomainRow[]> {
+  return ex.select().from(domains).where(eq(domains.projectId, projectId)).orderBy(desc(domains.isPrimary), asc(domains.createdAt), asc(domains.id));
+}
+
+/**
+ * Removes `hostname` (normalized by the caller) from the caller's project: the
+ * project's 404 first, then the domain's (a domain of another project is not
+ * found here). Removing the primary makes the oldest remaining domain primary,
+ * or none. The project row is locked as connect locks it, so deletes and
+ * connects of one project take turns and leave exactly one primary (or none).
+ * The edge drops the hostname on the commit's notification.
+ */
+export async function removeDomain(db: Db, orgId: string, projectId: string, hostname: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const project = await findProject(tx, orgId, projectId, "update");
+    const [removed] = await tx
+      .delete(domains)
+      .where(and(eq(domains.projectId, project.id), eq(domains.hostname, hostname)))
+      .returning({ isPrimary: domains.isPrimary });
+    if (!removed) throw notFound("Domain");
+    if (!removed.isPrimary) return;
+    const [next] = await tx
+      .select({ id: domains.id })
+      .from(domains)
+      .where(eq(domains.projectId, project.id))
+      .orderBy(asc(domains.createdAt), asc(domains.id))
+      .limit(1);
+    if (next) await tx.update(domains).set({ isPrimary: true }).where(eq(domains.id, next.id));
   });
 }

@@ -8,6 +8,7 @@ import { cloneTokenRouter } from "./clone-token";
 import { connectRouter } from "./connect";
 import { deletionRouter } from "./deletion";
 import { deploymentsRouter } from "./deployments";
+import { domainsRouter } from "./domains";
 import { envVarsRouter } from "./env-vars";
 import { environmentsRouter } from "./environments";
 import { folderRouter } from "./folder";
@@ -32,5 +33,6 @@ export const projectsRouter = createRouter()
   .route("/", cloneTokenRouter)
   .route("/", resourcesRouter)
   .route("/", connectRouter)
+  .route("/", domainsRouter)
   .route("/", deploymentsRouter)
   .route("/", gitRouter);

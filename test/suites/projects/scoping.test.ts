@@ -33,6 +33,8 @@ const VALID: Record<string, { body?: unknown; query?: string }> = {
   "get /api/projects/{id}/deployments": { query: "?limit=5" },
   "post /api/projects/{id}/deployment-session": {},
   "post /api/projects/{id}/connect": { body: { domain: "scoping.example.com" } },
+  "get /api/projects/{id}/domains": {},
+  "delete /api/projects/{id}/domains/{domain}": {},
   "post /api/projects/{id}/git/link": { body: { provider: "gitea", owner: "acme", repo: "site" } },
   "get /api/projects/{id}/git": {},
   "get /api/projects/{id}/branches": { query: "?limit=5&q=main" },
