@@ -32,7 +32,12 @@
  * non-2xx request during the load.
  *
  * BENCH_CPU_PROF=<dir> starts the edge child with `--cpu-prof --cpu-prof-dir=<dir>`
- * (written when it exits; open in Chrome DevTools).
+ * (written when it exits; open in Chrome DevTools). BENCH_EDGE_SERVER=<file> starts
+ * that file instead of bench/edge-server.ts (same environment and IPC protocol), to
+ * measure a variant of the server against the same app in the same way.
+ * BENCH_FLOOR_PROXY=1 adds a fourth case for reference (not a target): a bare
+ * node:http keep-alive proxy piping both ways in its own process, what any Node
+ * proxy in front of the app costs on this machine before the edge's own work.
  */
 import autocannon, { type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -61,6 +66,8 @@ const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 32, 1, 1000);
 const ROUNDS = intEnv("BENCH_ROUNDS", 1, 1, 10);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
+const FLOOR_PROXY = process.env.BENCH_FLOOR_PROXY === "1";
+const EDGE_SERVER = resolve(process.env.BENCH_EDGE_SERVER || join(HERE, "edge-server.ts"));
 const READY_TIMEOUT_MS = 30_000;
 const ROUTE_TIMEOUT_MS = 10_000;
 const WATCHDOG_MS = 120_000 + 3 * ROUNDS * (SECONDS + WARMUP_SECONDS) * 1000;
@@ -83,6 +90,32 @@ let since = process.cpuUsage();
 process.on("message", (m) => {
   if (m && m.type === "reset") { since = process.cpuUsage(); process.send({ type: "reset-done" }); }
   else if (m && m.type === "stats") { const c = process.cpuUsage(since); process.send({ type: "stats", cpuMs: (c.user + c.system) / 1000 }); }
+});
+process.on("disconnect", () => process.exit(0));
+server.listen(0, "127.0.0.1", () => process.send({ type: "ready", port: server.address().port }));
+`;
+
+/** The reference proxy (BENCH_FLOOR_PROXY=1): node:http in and out, keep-alive upstream, bodies piped, nothing else. */
+const FLOOR = `
+const http = require("node:http");
+const agent = new http.Agent({ keepAlive: true });
+const upstreamPort = Number(process.env.BENCH_APP_PORT);
+const server = http.createServer((req, res) => {
+  const up = http.request({ host: "127.0.0.1", port: upstreamPort, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
+    res.writeHead(answer.statusCode, answer.headers);
+    answer.pipe(res);
+  });
+  up.on("error", () => { if (!res.headersSent) res.writeHead(502); res.end(); });
+  req.pipe(up);
+});
+const { performance } = require("node:perf_hooks");
+let since = process.cpuUsage(), elu = performance.eventLoopUtilization();
+process.on("message", (m) => {
+  if (m && m.type === "reset") { since = process.cpuUsage(); elu = performance.eventLoopUtilization(); process.send({ type: "reset-done" }); }
+  else if (m && m.type === "stats") {
+    const c = process.cpuUsage(since);
+    process.send({ type: "stats", cpuMs: (c.user + c.system) / 1000, eventLoopUtilization: performance.eventLoopUtilization(elu).utilization });
+  }
 });
 process.on("disconnect", () => process.exit(0));
 server.listen(0, "127.0.0.1", () => process.send({ type: "ready", port: server.address().port }));
@@ -186,7 +219,7 @@ async function seed(database: PostgresDatabase, appPort: number): Promise<Seeded
 // ---------------------------------------------------------------- load
 
 interface Target {
-  key: "direct" | "plain" | "ruled";
+  key: "direct" | "plain" | "ruled" | "floor";
   name: string;
   url: string;
   headers: Record<string, string>;
@@ -275,6 +308,7 @@ interface Measured {
   machineBusy: number;
 }
 
+/** `edge` is the process in front of the app (the edge server, or the floor proxy). */
 async function measure(t: Target, edge: ChildProcess, app: ChildProcess): Promise<Measured> {
   await ask(edge, "reset", "reset-done", "edge server");
   await ask(app, "reset", "reset-done", "app");
@@ -348,12 +382,13 @@ let database: PostgresDatabase | undefined;
 let dataDir: string | undefined;
 let appChild: ChildProcess | undefined;
 let edgeChild: ChildProcess | undefined;
+let floorChild: ChildProcess | undefined;
 let cleaning: Promise<void> | undefined;
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     running?.stop();
-    await Promise.allSettled([edgeChild, appChild].filter((c): c is ChildProcess => !!c).map(stopChild));
+    await Promise.allSettled([edgeChild, floorChild, appChild].filter((c): c is ChildProcess => !!c).map(stopChild));
     await database?.close().catch(() => {});
     if (db) await db.drop().catch((e) => console.error("bench: dropping the database failed:", e));
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -369,7 +404,7 @@ async function main(): Promise<void> {
   const { port: appPort } = await waitForMessage<{ port: number }>(appChild, "ready", READY_TIMEOUT_MS, "app");
 
   const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
-  edgeChild = spawn(process.execPath, [...profArgs, "--import", "tsx", join(HERE, "edge-server.ts")], {
+  edgeChild = spawn(process.execPath, [...profArgs, "--import", "tsx", EDGE_SERVER], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: { ...process.env, BENCH_DB_URL: db.url, BENCH_DATA_DIR: dataDir, BENCH_OWNER_TOKEN: OWNER_TOKEN },
@@ -385,6 +420,14 @@ async function main(): Promise<void> {
     { key: "plain", name: "edge, no rules", url: `${edgeUrl}${PATH}`, headers: { host: `${seeded.plain.slug}.${SHARED_DOMAIN}` } },
     { key: "ruled", name: "edge, 10 rules", url: `${edgeUrl}${PATH}`, headers: { host: `${seeded.ruled.slug}.${SHARED_DOMAIN}` } },
   ];
+  if (FLOOR_PROXY) {
+    floorChild = spawn(process.execPath, ["-e", FLOOR], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      env: { ...process.env, BENCH_APP_PORT: String(appPort) },
+    });
+    const { port } = await waitForMessage<{ port: number }>(floorChild, "ready", READY_TIMEOUT_MS, "floor proxy");
+    targets.push({ key: "floor", name: "bare node proxy (ref)", url: `http://127.0.0.1:${port}${PATH}`, headers: {} });
+  }
   for (const t of targets) await untilServed(t, ROUTE_TIMEOUT_MS);
 
   log(
@@ -393,12 +436,12 @@ async function main(): Promise<void> {
   );
   if (WARMUP_SECONDS > 0) for (const t of targets) await load(t, WARMUP_SECONDS, false);
 
-  const runs: Record<Target["key"], Measured[]> = { direct: [], plain: [], ruled: [] };
+  const runs: Record<Target["key"], Measured[]> = { direct: [], plain: [], ruled: [], floor: [] };
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate the order so no case always runs first (or last) under the same background load.
     const order = targets.map((_, i) => targets[(i + round) % targets.length]!);
     for (const t of order) {
-      const m = await measure(t, edgeChild, appChild);
+      const m = await measure(t, t.key === "floor" ? floorChild! : edgeChild, appChild);
       runs[t.key].push(m);
       if (ROUNDS > 1) log(line(summarize(t.name, [m]), `round ${round + 1}/${ROUNDS}  `));
     }
@@ -408,7 +451,8 @@ async function main(): Promise<void> {
   const plain = summarize(targets[1]!.name, runs.plain);
   const ruled = summarize(targets[2]!.name, runs.ruled);
   if (ROUNDS > 1) log(`over ${ROUNDS} rounds: mean req/s, percentiles over all rounds' requests`);
-  for (const s of [direct, plain, ruled]) log(line(s));
+  const floor = FLOOR_PROXY ? summarize(targets[3]!.name, runs.floor) : undefined;
+  for (const s of [direct, plain, ruled, ...(floor ? [floor] : [])]) log(line(s));
 
   // Every proxied request is a request line (the batching writer flushes within a moment).
   await new Promise((r) => setTimeout(r, 1_000));
@@ -427,6 +471,12 @@ async function main(): Promise<void> {
     log(
       `${s.name.padEnd(24)} ratio ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}), added p99 ${added >= 0 ? "+" : ""}${added.toFixed(2)} ms ` +
         `(target <= ${TARGET_ADDED_P99_MS} ms): ${met ? "met" : "missed"}`,
+    );
+  }
+  if (floor) {
+    log(
+      `${floor.name.padEnd(24)} ratio ${(floor.rps / direct.rps).toFixed(2)}x, added p99 +${(floor.p99 - direct.p99).toFixed(2)} ms; ` +
+        `edge, no rules vs it: ${(plain.rps / floor.rps).toFixed(2)}x (reference only)`,
     );
   }
   log(`targets: ${allMet ? "met" : "missed"}`);
