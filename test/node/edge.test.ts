@@ -692,7 +692,11 @@ describe("edge on PGlite", () => {
     // An ended window is deleted by the edge's prune.
     const ended = `edge:${id}:203.0.113.250`;
     await database.db.insert(rateLimits).values({ key: ended, windowEnd: new Date(Date.now() - 1000), count: 1, granted: 1 } as never);
+    const others = `test:not-the-edge:${id}`;
+    await database.db.insert(rateLimits).values({ key: others, windowEnd: new Date(Date.now() - 1000), count: 1, granted: 1 } as never);
     await within(2000, async () => (await database.db.select().from(rateLimits).where(eq(rateLimits.key, ended))).length === 0);
+    // Only the edge's own keys: other ended windows are their owners' to prune.
+    expect(await database.db.select().from(rateLimits).where(eq(rateLimits.key, others))).toHaveLength(1);
     expect(
       await database.db
         .select()

@@ -20,14 +20,13 @@ import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
 import type { LogWriter } from "../../logs/writer";
-import { pruneRateLimits } from "../../notifications/rate-limit";
 import { clientAddress, isTrustedPeer } from "./client-address";
 import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
 import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
 import { type RequestPath, requestPath } from "./request-path";
 import { hostnameOf, type RouteTable } from "./route-table";
 import { evaluateRules, type Refusal } from "./rules";
-import { type EdgeTarget, touchDeployments, wakeDeployment } from "./store";
+import { type EdgeTarget, pruneEdgeRateLimits, touchDeployments, wakeDeployment } from "./store";
 
 /** Paths are logged up to this many characters. */
 const MAX_LOGGED_PATH = 2048;
@@ -61,8 +60,8 @@ export interface EdgeDeps {
    */
   apiHosts?: string[];
   /**
-   * How often this process deletes ended rate-limit windows (`edge:<rule>:<client>`
-   * rows and any other ended ones) from `rate_limits`; 0: never. Default 60 s.
+   * How often this process deletes the edge's ended rate-limit windows
+   * (`edge:<rule>:<client>` rows of `rate_limits`); 0: never. Default 60 s.
    */
   pruneEveryMs?: number;
 }
@@ -88,7 +87,7 @@ export function createEdge(deps: EdgeDeps): Edge {
   const pruner =
     pruneEveryMs > 0
       ? setInterval(() => {
-          pruneRateLimits(deps.db, clock()).catch((error) => deps.logger.error("edge_rate_limit_prune_failed", { error: (error as Error).message }));
+          pruneEdgeRateLimits(deps.db, clock()).catch((error) => deps.logger.error("edge_rate_limit_prune_failed", { error: (error as Error).message }));
         }, pruneEveryMs)
       : undefined;
   pruner?.unref();

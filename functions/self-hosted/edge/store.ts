@@ -4,12 +4,13 @@
  * route rules. Loaded whole at start and again per project when the
  * `workspace_edge` channel names it (migrations/0011_edge_notify.sql).
  */
-import { and, eq, inArray, isNotNull } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, like, lt } from "drizzle-orm";
 import {
   deployments,
   domains,
   environments,
   projects,
+  rateLimits,
   type RouteRuleConfig,
   type RouteRuleKind,
   routeRules,
@@ -130,4 +131,24 @@ export async function wakeDeployment(db: Db, id: string): Promise<boolean> {
 export async function touchDeployments(db: Db, ids: string[], at: Date): Promise<void> {
   if (ids.length === 0) return;
   await db.update(deployments).set({ lastRequestAt: at }).where(inArray(deployments.id, ids));
+}
+
+/**
+ * Deletes the edge's ended rate-limit windows (`edge:<rule>:<client>`), at most
+ * `limit` rows. The window is checked again on the row being deleted, so a row
+ * that a concurrent request has just moved into a new window is kept (Postgres
+ * re-evaluates the outer condition on the updated row): pruning never resets a
+ * live count.
+ */
+export async function pruneEdgeRateLimits(db: Db, now: Date, limit = 5_000): Promise<number> {
+  const ended = db
+    .select({ key: rateLimits.key })
+    .from(rateLimits)
+    .where(and(lt(rateLimits.windowEnd, now), like(rateLimits.key, "edge:%")))
+    .limit(limit);
+  const gone = await db
+    .delete(rateLimits)
+    .where(and(inArray(rateLimits.key, ended), lt(rateLimits.windowEnd, now)))
+    .returning({ key: rateLimits.key });
+  return gone.length;
 }
