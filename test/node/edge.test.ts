@@ -515,6 +515,9 @@ describe("edge on PGlite", () => {
       // An app that decodes %2F into a separator would route /admin/x: the rule applies to that form too.
       "/admin%2Fx",
       "/x%2F..%2Fadmin",
+      // Servlet containers cut `;` parameters off segments.
+      "/admin;jsessionid=1",
+      "/public/..;/admin",
     ]) {
       const res = await raw(edge.port, host, target);
       expect(res.status, target).toBe(403);

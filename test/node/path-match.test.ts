@@ -82,6 +82,17 @@ describe("the edge's request path normalization", () => {
     expect(path("/a%2fb")).toBe("/a%2Fb");
     expect(path("/bad%zz%4")).toBe("/bad%zz%4");
     expect(requestPath("/admin%2Fx")?.match).toEqual(["/admin%2Fx", "/admin/x"]);
+    expect(requestPath("/admin")?.match).toEqual(["/admin"]);
+  });
+
+  it("also gives the forms without ; parameters for matching (servlet containers cut them), forwarding the path unchanged", () => {
+    expect(requestPath("/admin;jsessionid=1?x")).toEqual({
+      path: "/admin;jsessionid=1",
+      forward: "/admin;jsessionid=1?x",
+      match: ["/admin;jsessionid=1", "/admin"],
+    });
+    expect(requestPath("/public/..;/admin")?.match).toEqual(["/public/..;/admin", "/admin"]);
+    expect(requestPath("/a%2F..;%2Fadmin")?.match).toContain("/admin");
   });
 
   it("collapses slashes and resolves dot segments without going above the root", () => {

@@ -21,9 +21,15 @@
  *
  * The app receives the NORMALIZED path plus the original query: it then routes
  * exactly the path the rules were matched against, whatever its own notion of
- * `..`, `//` or `%61` is. `%2F` is the one escape an app may still decode into a
- * separator, so rules are matched against both forms (see `matchPaths`): a rule
- * that matches either applies.
+ * `..`, `//` or `%61` is. Two readings remain that some apps make and the edge
+ * does not apply to the forwarded path, so rules are matched against those
+ * forms too (`match`; a rule that matches any of them applies, and as every
+ * rule can only refuse, a wider match never lets more through):
+ * - `%2F` decoded into a separator (`/admin%2Fx` is also `/admin/x`);
+ * - path parameters cut off each segment, as servlet containers do
+ *   (`/admin;x=1` is also `/admin`, `/public/..;/admin` also `/admin`).
+ * Case is kept: a rule on `/admin` does not cover `/ADMIN` (an app that routes
+ * case-insensitively needs a glob or a rule per spelling).
  */
 
 /** Longest request target (path and query) the edge takes; longer: 414. (nginx's default line buffer is 8 KiB too.) */
@@ -34,7 +40,7 @@ export interface RequestPath {
   path: string;
   /** The normalized path with the original query (`?…`, or ""): what the app receives. */
   forward: string;
-  /** The paths rules are matched against: the path, and its form with `%2F` read as `/` when that differs. */
+  /** The paths rules are matched against: the path, then its forms with `%2F` read as `/` and without `;` parameters, when they differ. */
   match: string[];
 }
 
@@ -84,6 +90,19 @@ export function removeDotSegments(path: string): string {
   return `/${out.join("/")}${trailing ? "/" : ""}`;
 }
 
+/** Each segment without its `;` parameters. */
+function stripParams(path: string): string {
+  let out = "";
+  let skipping = false;
+  for (let i = 0; i < path.length; i++) {
+    const ch = path[i]!;
+    if (ch === "/") skipping = false;
+    else if (ch === ";") skipping = true;
+    if (!skipping) out += ch;
+  }
+  return out;
+}
+
 /** Normalizes a request target (see above); null when it is longer than MAX_TARGET. */
 export function requestPath(url: string | undefined): RequestPath | null {
   const raw = url || "/";
@@ -103,10 +122,8 @@ export function requestPath(url: string | undefined): RequestPath | null {
     } else target = `/${target === "*" ? "" : target}`;
   }
   const path = removeDotSegments(decodeUnreserved(target, false));
-  const match = [path];
-  if (path.includes("%2F")) {
-    const decoded = removeDotSegments(decodeUnreserved(path, true));
-    if (decoded !== path) match.push(decoded);
-  }
-  return { path, forward: `${path}${query}`, match };
+  const forms = new Set([path]);
+  if (path.includes("%2F")) forms.add(removeDotSegments(decodeUnreserved(path, true)));
+  for (const form of [...forms]) if (form.includes(";")) forms.add(removeDotSegments(stripParams(form)));
+  return { path, forward: `${path}${query}`, match: [...forms] };
 }
