@@ -283,3 +283,88 @@ describe("projects: the API's own hosts", () => {
     expect((await expectBody(await elsewhere(base, t, { name: outside }), 201, ProjectSchema)).slug).toBe(outside);
   });
 });
+
+describe("projects: domains through the self-hosted edge", () => {
+  // One real server (its own embedded database) is enough: the edge is the Node adapter's, the same on Postgres.
+  it("a connected domain is served by the edge at once, and a removed one is the API's again at once", async (ctx) => {
+    if (h.runtime !== "node-pglite") return ctx.skip("starts a real self-hosted server (Node adapter)");
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const http = await import("node:http");
+    const { loadNodeConfig } = await import("../../../functions/self-hosted/config");
+    const { startSelfHosted } = await import("../../../functions/self-hosted/start");
+    const dir = mkdtempSync(join(tmpdir(), "ws-domains-"));
+    const token = `wso_${"d".repeat(40)}`;
+    const config = loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: dir, SHARED_DOMAIN: SHARED, RUNNER: "off", WORKSPACE_OWNER_TOKEN: token });
+    const server = await startSelfHosted(config, () => {});
+    try {
+      const port = new URL(server.url).port;
+      const api = async (method: string, path: string, json?: unknown) => {
+        const res = await fetch(`${server.url}/api${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(json ? { "content-type": "application/json" } : {}) },
+          body: json ? JSON.stringify(json) : undefined,
+        });
+        return { status: res.status, body: res.status === 204 ? null : await res.json() };
+      };
+      /** A request whose Host is `name`: the edge's page header, or none when the API answered. */
+      const viaHost = (name: string) =>
+        new Promise<{ status: number; edge: string | undefined }>((resolve, reject) => {
+          const req = http.request({ host: "127.0.0.1", port, path: "/", headers: { host: name } }, (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode!, edge: res.headers["x-workspace-edge"] as string | undefined }));
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      const project = await api("POST", "/projects", { name: "edge domains" });
+      expect(project.status).toBe(201);
+      const id = project.body.id as string;
+      const d = host("edge");
+      expect(await viaHost(d)).toEqual({ status: 404, edge: undefined });
+      expect((await api("POST", `/projects/${id}/connect`, { domain: d })).status).toBe(200);
+      /** The edge takes a change on the database's notification: within a second (README), in practice milliseconds. */
+      const within = async (expected: { status: number; edge: string | undefined }) => {
+        const started = performance.now();
+        let got = await viaHost(d);
+        while (got.edge !== expected.edge && performance.now() - started < 1000) got = await viaHost(d);
+        expect(got).toEqual(expected);
+        return performance.now() - started;
+      };
+      // Nothing deployed: the edge's own page for the project (not the API's 404).
+      const servedAfter = await within({ status: 404, edge: "not_deployed" });
+      const listed = await api("GET", `/projects/${id}/domains`);
+      expect(listed.body.items.map((x: { hostname: string; routing: { state: string } }) => [x.hostname, x.routing.state])).toEqual([[d, "synced"]]);
+      expect((await api("DELETE", `/projects/${id}/domains/${d.toUpperCase()}`)).status).toBe(204);
+      const droppedAfter = await within({ status: 404, edge: undefined });
+      expect(servedAfter + droppedAfter).toBeLessThan(2000);
+      // The host a request reaches the server at (its Host header) is refused by connect.
+      const refused = await new Promise<{ status: number; field: string }>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: `/api/projects/${id}/connect`,
+            headers: { host: `${d}:${port}`, authorization: `Bearer ${token}`, "content-type": "application/json" },
+          },
+          (res) => {
+            let text = "";
+            res.on("data", (c) => {
+              text += c;
+            });
+            res.on("end", () => resolve({ status: res.statusCode!, field: JSON.parse(text).field }));
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify({ domain: d }));
+      });
+      expect(refused).toEqual({ status: 400, field: "domain" });
+      expect((await api("GET", `/projects/${id}/domains`)).body.items).toEqual([]);
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
