@@ -76,6 +76,7 @@ export function createApp(deps: AppDeps) {
     c.set("uploads", services.uploads);
     c.set("gunzip", services.gunzip);
     c.set("git", services.git ?? defaultGit);
+    c.set("localFolders", services.localFolders);
     try {
       await next();
     } finally {
@@ -102,7 +103,9 @@ export function createApp(deps: AppDeps) {
 
   // Mounted one by one: chaining `.route()` would build a typed-client type of every route, which nothing uses and the typecheck pays for.
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // The extra routers first: Hono tries routes in registration order, so a static path of theirs (`/projects/local`) must come before `/projects/{id}`.
   const routers: Array<OpenAPIHono<AppEnv>> = [
+    ...(deps.extraRouters ?? []),
     identityRouter,
     settingsRouter,
     projectsRouter,
@@ -110,7 +113,6 @@ export function createApp(deps: AppDeps) {
     logsRouter,
     notificationsRouter,
     gitHooksRouter,
-    ...(deps.extraRouters ?? []),
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);

@@ -1,7 +1,8 @@
 /**
  * Queueing a deployment, shared by POST /api/deployments and POST
  * /api/deployments/build/access: the target environment, and an upload's durable
- * artifact with the compose services that go with it.
+ * artifact with the compose services that go with it (a local folder's snapshot
+ * likewise, queueLocal).
  *
  * An upload deployment never points at a session's tarball: the session (and its
  * tarball) expires and is swept. The tarball is copied inside the upload store to
@@ -132,6 +133,45 @@ export async function queueUpload(
       source: "upload",
       artifactKey,
       uploadSessionId: input.session?.id ?? input.previous?.uploadSessionId ?? null,
+      services: services?.specs ?? null,
+      servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
+    };
+    return await insertQueued(c, orgId, project.id, fields, id);
+  } catch (e) {
+    await uploads.remove(artifactKey).catch(() => {});
+    throw e;
+  }
+}
+
+/**
+ * Queues a local deployment of a local-folder project (self-hosted): the folder
+ * is snapshotted now, through the Node-only local-folders service, into the new
+ * deployment's artifact key (a gzipped tarball honouring .gitignore/.dockerignore),
+ * so the runner builds what the folder held when queued. On the Worker there is
+ * no such service: 409. The project's compose services, if any, go with it.
+ */
+export async function queueLocal(
+  c: AppContext,
+  input: { orgId: string; userId: string | null; project: ProjectRow & { localPath: string }; env: EnvironmentRow },
+): Promise<DeploymentRow> {
+  const folders = c.get("localFolders");
+  if (!folders) throw new ApiError("conflict", "The project deploys from a local folder: deploy it on the self-hosted instance that holds the folder");
+  const uploads = c.get("uploads");
+  if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
+  const { orgId, project } = input;
+  const id = newId("dpl");
+  const artifactKey = artifactKeyFor(orgId, id);
+  await folders.snapshot({ path: project.localPath, key: artifactKey, now: c.get("clock")() });
+  try {
+    const services = await servicesFor(c, orgId, project.id, {});
+    const values = services && Object.keys(services.values).length ? services.values : null;
+    const fields: NewDeployment = {
+      orgId,
+      projectId: project.id,
+      environmentId: input.env.id,
+      createdBy: input.userId,
+      source: "local",
+      artifactKey,
       services: services?.specs ?? null,
       servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
     };

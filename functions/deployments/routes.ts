@@ -1,7 +1,9 @@
 /**
  * The deployments API: queue a deployment of a project's source, read one, cancel
  * it, promote an older ready one (rollback). The self-hosted runner moves them
- * past `queued`; an upload deployment's source is its own durable artifact (queue.ts).
+ * past `queued`; an upload deployment's source is its own durable artifact (queue.ts),
+ * and so is a local-folder project's snapshot (self-hosted: the injected
+ * `localFolders` service packs it; this file imports no node:fs, it runs on the Worker too).
  *
  * A git deployment pins its commit when queued: the branch's head, read from the
  * host now. A given `commit` must be the head of a branch on the host (the given
@@ -19,7 +21,7 @@ import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { DeploymentSchema, deploymentView } from "./schema";
-import { disabledConflict, environmentFor, insertQueued, queueUpload } from "./queue";
+import { disabledConflict, environmentFor, insertQueued, queueLocal, queueUpload } from "./queue";
 import { cancelDeployment, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
 
 const TAGS = ["Deployments"];
@@ -52,6 +54,7 @@ const create = defineRoute({
     "Queues a deployment of one environment (`environment` omitted: production) from a source pinned now.",
     "A project with a linked repository deploys a commit: the head of `branch` (else the environment's branch for a preview, else the project's deploy branch), read from the host now with the project's clone token; `commit` pins a commit that must be the head of a branch on the host (the given branch, else any; an older commit cannot be checked without fetching the repository, so it is refused: 400 naming `commit`).",
     "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the artifact of its last upload deployment), copied to the new deployment's own durable artifact (it outlives the session and every upload sweep), with the project's compose services (else the session's parsed ones). 409 when the uploaded folder is no longer stored.",
+    "A local-folder project (self-hosted, POST /api/projects/import) snapshots its folder now: a gzipped tarball of its files honouring `.gitignore` (any depth) and the root `.dockerignore`, without `.git/`, symbolic links (never followed, wherever they point) or special files, stored as the deployment's own artifact (source `local`); 409 when the folder no longer exists, is no longer under an allowed root, has no files, or is over the upload limits; 409 on the cloud.",
     "400 naming `environment` when the project has no such environment, `branch` when the host has no such branch, `commit` when it is no branch head there; 404 for a project that is not the caller's; 409 when the project is disabled or has no source (no linked repository and no upload); 409 when the linked repository no longer answers; 502 when the host is unreachable.",
     "Answers 201 with the `queued` deployment; the self-hosted runner builds it.",
   ].join(" "),
@@ -159,6 +162,11 @@ export const deploymentRoutes = createRouter()
     } else {
       if (body.branch !== undefined || body.commit !== undefined) {
         throw badRequest(body.commit !== undefined ? "commit" : "branch", "The project has no linked git repository");
+      }
+      const localPath = project.localPath;
+      if (localPath !== null) {
+        row = await queueLocal(c, { orgId: caller.orgId, userId: caller.userId, project: { ...project, localPath }, env });
+        return c.json(await viewOf(c, caller.orgId, row.id), 201);
       }
       const upload = await lastUpload(db, project.id, c.get("clock")());
       if (!upload) {

@@ -1,7 +1,8 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
 import { createHash } from "node:crypto";
+import { realpathSync, statSync } from "node:fs";
 import { hostname } from "node:os";
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
@@ -33,6 +34,7 @@ const EnvSchema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_PREFIX: z.string().default("uploads/"),
   TRUSTED_PROXIES: z.string().max(4096).optional(),
+  LOCAL_ROOTS: z.string().max(16_384).optional(),
   RUNNER: z.enum(["on", "off"], { message: "RUNNER must be on or off" }).default("on"),
   RUNNER_CONCURRENCY: z.coerce.number().int().min(1, "RUNNER_CONCURRENCY must be 1 to 32").max(32, "RUNNER_CONCURRENCY must be 1 to 32").default(1),
   BUILD_TIMEOUT: z.string().default("15m"),
@@ -107,7 +109,28 @@ export type NodeConfig = {
   trustedProxies: Cidr[];
   /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
   logRetention: LogRetention;
+  /** LOCAL_ROOTS: the folders (real paths, checked at start) local-folder projects may live under; empty: local folders are off. */
+  localRoots: string[];
 };
+
+/** LOCAL_ROOTS: comma-separated absolute folders; each must exist and be a directory; kept as real paths (symbolic links resolved), deduplicated. */
+export function parseLocalRoots(raw: string | undefined): string[] {
+  const roots: string[] = [];
+  for (const item of (raw ?? "").split(",").map((t) => t.trim())) {
+    if (item === "") continue;
+    const problem = (why: string) => new Error(`Invalid configuration LOCAL_ROOTS: '${item}' ${why}`);
+    if (!isAbsolute(item)) throw problem("is not an absolute path");
+    let real: string;
+    try {
+      real = realpathSync(item);
+    } catch {
+      throw problem("does not exist");
+    }
+    if (!statSync(real).isDirectory()) throw problem("is not a directory");
+    if (!roots.includes(real)) roots.push(real);
+  }
+  return roots;
+}
 
 export function loadNodeConfig(env: Record<string, string | undefined>): NodeConfig {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
@@ -147,7 +170,9 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     });
   // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
   const logRetention = logRetentionFromEnv(env);
+  const localRoots = parseLocalRoots(e.LOCAL_ROOTS);
   return {
+    localRoots,
     runner,
     trustedProxies,
     logRetention,

@@ -8,6 +8,7 @@ import type { GitFetch } from "../git/fetch";
 import type { GitHosts } from "../git/hosts";
 import type { Mailer, Outbound } from "../outbound/types";
 import type { Gunzip } from "../storage/gunzip";
+import type { LocalFolders } from "../storage/local-folders";
 import type { UploadStorage } from "../storage/types";
 import type { Role, Tag } from "../auth/permissions";
 import type { Logger } from "./logger";
@@ -60,6 +61,8 @@ export interface RequestServices {
   gunzip?: Gunzip;
   /** Git hosts and transport; default: the public hosts through the guarded fetch (private addresses refused). */
   git?: GitService;
+  /** Local-folder projects (Node adapter, LOCAL_ROOTS): scan, existence, deploy snapshots. Absent on the Worker. */
+  localFolders?: LocalFolders;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -105,6 +108,7 @@ export interface AppEnv {
     uploads: UploadStorage | undefined;
     gunzip: Gunzip | undefined;
     git: GitService;
+    localFolders: LocalFolders | undefined;
   };
 }
 

@@ -19,7 +19,8 @@
  *   refuses fetch-by-SHA: the branch is fetched (deeper) and must contain the commit.
  * - upload: the artifact from the upload store, checked by the scan's reader,
  *   then unpacked (unpack.ts).
- * - local: not supported yet (fails with a reason).
+ * - local: the folder's snapshot taken when queued (an artifact in the upload
+ *   store, like an upload's), unpacked the same way.
  */
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -162,8 +163,8 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
 
   // 1. Source.
   if (d.source === "git") await fetchGit(job, deps, src, base, step, system);
-  else if (d.source === "upload") await unpackUpload(job, deps, src, system);
-  else throw new JobFailure("build", "Local sources are not supported by this runner yet: deploy from git or an upload");
+  else if (d.source === "upload" || d.source === "local") await unpackUpload(job, deps, src, system);
+  else throw new JobFailure("build", `Unknown source ${d.source}`);
 
   // 2. Commands.
   let plan: Plan;
