@@ -25,6 +25,7 @@ import { createS3Storage } from "../../shared/storage/s3";
 import type { UploadStorage } from "../../shared/storage/types";
 import { createDeliveryEngine, type DeliveryEngine } from "../notifications/delivery/engine";
 import { routeRulesRouter } from "../route-rules";
+import { createLocalFolders, localFoldersRouter } from "../local-folders";
 import { createLogFeed } from "../../shared/logs/feed";
 import { startLogSweeper } from "../logs/sweeper";
 import { createLogWriter } from "../logs/writer";
@@ -144,6 +145,7 @@ export async function createNodeServices(
       wakeDeliveries,
       wakeRunner: runner ? () => runner.wake() : () => {},
       logFeed,
+      localFolders: createLocalFolders({ roots: config.localRoots, uploads }),
       edgeRoutes: {
         async serves(projectId, hostname) {
           await routeTable.reload(projectId);
@@ -152,7 +154,7 @@ export async function createNodeServices(
         },
       },
     },
-    extraRouters: [routeRulesRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
+    extraRouters: [routeRulesRouter, localFoldersRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
     edge,
     runner,
