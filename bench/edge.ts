@@ -35,11 +35,16 @@
  * (written when it exits; open in Chrome DevTools). BENCH_EDGE_SERVER=<file> starts
  * that file instead of bench/edge-server.ts (same environment and IPC protocol), to
  * measure a variant of the server against the same app in the same way.
+ * BENCH_RATE=<req/s> paces every case at that many requests per second in total
+ * (autocannon's overallRate; default: as fast as the 32 connections go). At full
+ * speed the slowest process saturates and latency is mostly queueing (32
+ * connections / throughput); a rate every case can sustain shows the latency the
+ * edge adds when it is not the bottleneck.
  * BENCH_FLOOR_PROXY=1 adds a fourth case for reference (not a target): a bare
  * node:http keep-alive proxy piping both ways in its own process, what any Node
  * proxy in front of the app costs on this machine before the edge's own work.
  */
-import autocannon, { type Result } from "autocannon";
+import autocannon, { type Options, type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -66,6 +71,7 @@ const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 32, 1, 1000);
 const ROUNDS = intEnv("BENCH_ROUNDS", 1, 1, 10);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
+const RATE = intEnv("BENCH_RATE", 0, 0, 1_000_000);
 const FLOOR_PROXY = process.env.BENCH_FLOOR_PROXY === "1";
 const EDGE_SERVER = resolve(process.env.BENCH_EDGE_SERVER || join(HERE, "edge-server.ts"));
 const READY_TIMEOUT_MS = 30_000;
@@ -266,7 +272,16 @@ interface Run {
 async function load(t: Target, seconds: number, record: boolean): Promise<Run> {
   const latencies: number[] = [];
   const started = performance.now();
-  running = autocannon({ url: t.url, headers: t.headers, connections: CONNECTIONS, duration: seconds, timeout: 10, title: t.name });
+  const options: Options & { overallRate?: number } = {
+    url: t.url,
+    headers: t.headers,
+    connections: CONNECTIONS,
+    duration: seconds,
+    timeout: 10,
+    title: t.name,
+  };
+  if (RATE > 0) options.overallRate = RATE;
+  running = autocannon(options);
   if (record) {
     // autocannon's own histogram keeps whole milliseconds; the event carries the hrtime duration.
     (running as unknown as NodeJS.EventEmitter).on("response", (_client: unknown, status: number, _bytes: number, ms: number) => {
@@ -432,7 +447,7 @@ async function main(): Promise<void> {
 
   log(
     `bench: database ${new URL(db.url).pathname.slice(1)}, node ${process.version}, ${cpus().length} cores, ${CONNECTIONS} connections, ` +
-      `GET ${PATH}, ${WARMUP_SECONDS} s warm-up + ${ROUNDS > 1 ? `${ROUNDS} x ` : ""}${SECONDS} s measured per case`,
+      `GET ${PATH}${RATE > 0 ? ` at ${RATE} req/s` : ""}, ${WARMUP_SECONDS} s warm-up + ${ROUNDS > 1 ? `${ROUNDS} x ` : ""}${SECONDS} s measured per case`,
   );
   if (WARMUP_SECONDS > 0) for (const t of targets) await load(t, WARMUP_SECONDS, false);
 
