@@ -17,6 +17,7 @@ import { SCAN_LIMITS } from "../../shared/storage/limits";
 import { ComposeError, LIMITS as COMPOSE_LIMITS, parseCompose } from "../projects/folder/compose";
 import { COMPOSE_OVERRIDES, composeFileOf, detect, MANIFEST_NAMES } from "../projects/folder/detect";
 import { serviceView } from "../projects/folder/services";
+import { configReservedSlugs } from "../projects/slug";
 import { projectView } from "../projects/store";
 import { ImportBody, LOCAL_ROOTS_OFF, LocalProjectItem, LocalProjectSchema, LocalScanSchema, MAX_WALK_ENTRIES, ScanBody } from "./schema";
 import { createLocalProject, listLocalProjects } from "./store";
@@ -132,6 +133,13 @@ export const localFoldersRouter = createRouter()
     const real = await folders.resolve(body.path);
     const name = body.name ?? ((real.split("/").pop() ?? "").trim().slice(0, 100) || "project");
     const options = body.buildCommand ? { buildCommand: body.buildCommand } : {};
-    const row = await createLocalProject(c.get("db"), callerOf(c).orgId, { name, framework: body.framework }, options, real);
+    const row = await createLocalProject(
+      c.get("db"),
+      callerOf(c).orgId,
+      { name, framework: body.framework },
+      options,
+      real,
+      configReservedSlugs(c.get("config")),
+    );
     return c.json({ ...(await projectView(c.get("db"), row, c.get("config"))), localPath: real }, 201);
   });

@@ -12,9 +12,10 @@ export async function createLocalProject(
   fields: { name: string; framework?: string },
   options: ProjectOptions,
   localPath: string,
+  reservedSlugs: readonly string[],
 ): Promise<ProjectRow> {
   return db.transaction(async (tx) => {
-    const row = await insertProject(tx, orgId, fields, null, options);
+    const row = await insertProject(tx, orgId, fields, null, options, reservedSlugs);
     const [updated] = await tx.update(projects).set({ localPath }).where(eq(projects.id, row.id)).returning();
     return updated!;
   });
