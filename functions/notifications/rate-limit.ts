@@ -85,6 +85,8 @@ export async function pruneRateLimits(db: Executor, now: Date, limit = 5_000): P
   const result = await db.execute(sql`
     with gone as (
       delete from rate_limits where key in (select key from rate_limits where window_end < ${now.toISOString()}::timestamptz limit ${limit})
+        -- re-checked on the row deleted: a window a concurrent take just renewed stays
+        and window_end < ${now.toISOString()}::timestamptz
       returning 1
     ) select count(*)::int as n from gone`);
   return rowsOf<{ n: number }>(result)[0]?.n ?? 0;

@@ -127,6 +127,8 @@ export async function createNodeServices(
     // Idleness is measured in SLEEP_AFTER; a quarter of it (at most 10 s) is precise enough and keeps writes rare.
     touchEveryMs: Math.min(10_000, runnerSettings.sleepAfterMs / 4),
     onWake: () => runner?.wake(),
+    // The API's own name is never an app's, even if a project or domain claims it.
+    apiHosts: config.publicUrl ? [new URL(config.publicUrl).host] : [],
   });
 
   let sweeper: { stop(): Promise<void> } | undefined;
@@ -150,7 +152,8 @@ export async function createNodeServices(
         async serves(projectId, hostname) {
           await routeTable.reload(projectId);
           const target = routeTable.lookup(hostname);
-          return target?.projectId === projectId && !target.disabled;
+          const apiHost = config.publicUrl ? new URL(config.publicUrl).hostname : undefined;
+          return target?.projectId === projectId && !target.disabled && hostname !== apiHost;
         },
       },
     },
@@ -172,6 +175,7 @@ export async function createNodeServices(
       await logSweeper?.stop();
       smtp?.close();
       await authFeed.stop();
+      edge.stop();
       await routeFeed.stop();
       routeTable.stop();
     },
