@@ -25,6 +25,7 @@ import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
 import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
 import { type RequestPath, requestPath } from "./request-path";
 import { hostnameOf, type RouteTable } from "./route-table";
+import { createRateBatcher } from "./rate-batcher";
 import { evaluateRules, type Refusal } from "./rules";
 import { type EdgeTarget, pruneEdgeRateLimits, touchDeployments, wakeDeployment } from "./store";
 
@@ -75,6 +76,7 @@ const DEFAULT_PRUNE_EVERY_MS = 60_000;
 
 export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
+  const takeRate = createRateBatcher(deps.db, clock);
   const apiHosts = new Set((deps.apiHosts ?? []).map((h) => hostnameOf(h)).filter((h): h is string => h !== undefined));
   const targetOf = (req: IncomingMessage) => {
     const host = hostnameOf(req.headers.host);
@@ -142,7 +144,7 @@ export function createEdge(deps: EdgeDeps): Edge {
   ): Promise<Stop | { port: number }> {
     if (!path) return { reason: "too_long", ruleId: null, headers: {} };
     if (target.disabled) return { reason: "disabled", ruleId: null, headers: {} };
-    const refusal: Refusal | null = await evaluateRules(deps.db, target.rules, client, path.match, clock());
+    const refusal: Refusal | null = await evaluateRules(takeRate, target.rules, client, path.match, clock());
     if (refusal) return refusal;
     if (!target.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
     if (target.deployment.crashed) return { reason: "bad_gateway", ruleId: null, headers: {} };

@@ -15,7 +15,8 @@
  */
 import type { Db } from "../../../shared/db/types";
 import { type Address, type Cidr, cidrContains, parseCidr } from "../../../shared/net/cidr";
-import { retryAfterSeconds, takeRateLimits } from "../../notifications/rate-limit";
+import { retryAfterSeconds } from "../../notifications/rate-limit";
+import type { TakeOne } from "./rate-batcher";
 import { pathMatches } from "../../route-rules/path-match";
 import type { EdgeReason } from "./pages";
 import type { EdgeRule } from "./store";
@@ -51,7 +52,7 @@ export function rateLimitClient(client: { text: string; address: Address | null 
 const inAny = (rule: EdgeRule, client: Address | null) => client !== null && blocksOf(rule).some((c) => cidrContains(c, client));
 
 export async function evaluateRules(
-  db: Db,
+  take: TakeOne,
   rules: EdgeRule[],
   client: { text: string; address: Address | null },
   paths: readonly string[],
@@ -78,10 +79,10 @@ export async function evaluateRules(
     const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
     return { rule, key: `edge:${rule.id}:${who}`, max: limit, windowMs: windowSeconds * 1000 };
   });
-  const granted = await takeRateLimits(db, takes, now);
-  for (const t of takes) {
-    const g = granted.get(t.key);
-    if (g && g.granted === 0) {
+  const granted = await Promise.all(takes.map((t) => take(t.key, t.max, t.windowMs)));
+  for (const [i, t] of takes.entries()) {
+    const g = granted[i]!;
+    if (!g.ok) {
       const reset = retryAfterSeconds(g.windowEnd, now);
       return {
         reason: "rate_limited",
