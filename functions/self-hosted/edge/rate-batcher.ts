@@ -37,7 +37,7 @@ export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
       const batch = q.waiting.splice(0);
       try {
         const g = (await takeRateLimits(db, [{ key, max: q.max, windowMs: q.windowMs, n: batch.length }], clock())).get(key)!;
-        batch.forEach((w, i) => w.resolve({ ok: i < g.granted, windowEnd: g.windowEnd }));
+        for (const [i, w] of batch.entries()) w.resolve({ ok: i < g.granted, windowEnd: g.windowEnd });
       } catch (error) {
         for (const w of batch) w.reject(error);
       }
