@@ -46,18 +46,12 @@ export const DeploymentSchema = z
     createdAt: z.string(),
     startedAt: z.string().nullable().openapi({ description: "When its build started (its first `building` transition); null before" }),
     finishedAt: z.string().nullable().openapi({ description: "When it became ready, failed or canceled" }),
-    crashedAt: z
-      .string()
-      .nullable()
-      .openapi({
-        description: "Set when its app crashed more often than the restart policy allows (5 times in 10 minutes): it no longer serves; deploy again",
-      }),
-    prunedAt: z
-      .string()
-      .nullable()
-      .openapi({
-        description: "Set when the runner removed its kept build (it keeps the newest 3 superseded ones per environment): it can no longer be promoted",
-      }),
+    crashedAt: z.string().nullable().openapi({
+      description: "Set when its app crashed more often than the restart policy allows (5 times in 10 minutes): it no longer serves; deploy again",
+    }),
+    prunedAt: z.string().nullable().openapi({
+      description: "Set when the runner removed its kept build (it keeps the newest 3 superseded ones per environment): it can no longer be promoted",
+    }),
     transitions: z.array(TransitionSchema).openapi({ description: "Every status it went through, oldest first, with its time (`queued` first)" }),
   })
   .openapi("Deployment");

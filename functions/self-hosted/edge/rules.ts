@@ -13,7 +13,6 @@
  * would let one client take 2^64 fresh counters by rotating its interface id.
  * IPv4 clients count by their address.
  */
-import type { Db } from "../../../shared/db/types";
 import { type Address, type Cidr, cidrContains, parseCidr } from "../../../shared/net/cidr";
 import { retryAfterSeconds } from "../../notifications/rate-limit";
 import type { TakeOne } from "./rate-batcher";
