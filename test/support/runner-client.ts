@@ -101,7 +101,20 @@ export function runnerClient(h: () => RunnerServer, git: () => GitTestServer) {
       }
     ).rows;
 
-  return { call, gitProject, setVars, deploy, read, waitFor, row, currentPort, askApp, logsOf, uploadDeployment, events };
+  /**
+   * The events of a category once at least `count` are there (or after 10 s): the runner
+   * records a state, then emits its event, so a reader that saw the state may be early.
+   */
+  async function eventsOnce(projectId: string, category: string, count = 1) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const found = await events(projectId, category);
+      if (found.length >= count || Date.now() > deadline) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  return { call, gitProject, setVars, deploy, read, waitFor, row, currentPort, askApp, logsOf, uploadDeployment, events, eventsOnce };
 }
 
 /** Whether a process is alive: it exists and is not a zombie (an orphan waits for PID 1 to reap it). */

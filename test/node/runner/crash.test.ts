@@ -49,7 +49,7 @@ describe("runner: crashes", () => {
     expect(lines.some((m) => /^Restarting web in .+ \(restart 1 of at most 5/.test(m))).toBe(true);
     expect(lines.some((m) => m.startsWith("Gave up restarting"))).toBe(true);
     await new Promise((r) => setTimeout(r, 300));
-    expect(await c.events(p.id, "service.crashed")).toHaveLength(1);
+    expect(await c.eventsOnce(p.id, "service.crashed")).toHaveLength(1);
     expect(server.node.runner!.supervisor.running().map((a) => a.deploymentId)).not.toContain(d.id);
     // Reconcile does not bring a crashed deployment back.
     server.node.services.wakeRunner?.();

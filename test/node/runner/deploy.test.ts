@@ -151,7 +151,7 @@ describe("runner: deploy", () => {
     expect(d.failureReason).not.toContain("compile error 1\n");
     expect(d.current).toBe(false);
     expect(d.transitions.map((x) => x.status)).toEqual(["queued", "building", "failed"]);
-    const events = await c.events(p.id, "build.failed");
+    const events = await c.eventsOnce(p.id, "build.failed");
     expect(events).toHaveLength(1);
     expect(events[0]!.message).toContain("exit code 3");
     expect(readdirSync(join(server.dataDir, "deployments"))).not.toContain(d.id);

@@ -64,7 +64,7 @@ describe("runner: build limits", () => {
     expect(failed.failureReason).toBe("build timed out after 5.0 s (BUILD_TIMEOUT)");
     expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
     expect(await untilDead(grandchild)).toBe(true);
-    expect((await c.events(p.id, "build.failed")).length).toBe(1);
+    expect((await c.eventsOnce(p.id, "build.failed")).length).toBe(1);
   });
 
   it("a cancel during the build stops it at once: process group gone, canceled stays, work directory removed", async () => {

@@ -290,7 +290,7 @@ describe("runner: compose projects (one process per service)", () => {
     expect(d.failureReason).toMatch(/container engine/);
     expect(d.transitions.map((x) => x.status)).toEqual(["queued", "building", "failed"]);
     expect(await c.currentPort(projectId)).toBeNull();
-    expect((await c.events(projectId, "build.failed")).length).toBe(1);
+    expect((await c.eventsOnce(projectId, "build.failed")).length).toBe(1);
   });
 });
 
@@ -355,7 +355,7 @@ describe("runner: the app memory limit", () => {
     const gaveUp = messages.find((m) => m.startsWith("Gave up restarting"));
     expect(gaveUp).toBe("Gave up restarting: the app was killed: it went over its memory limit of 128 MiB; it crashed 6 times within 10 minutes");
     await sleep(300);
-    const events = await c.events(p.id, "service.crashed");
+    const events = await c.eventsOnce(p.id, "service.crashed");
     expect(events).toHaveLength(1);
     expect(events[0]!.message).toContain("memory limit of 128 MiB");
   });
