@@ -5,77 +5,11 @@
  * promote switch traffic with no failed request through the edge; the requests
  * are in the project's server logs; disabling takes the route offline.
  */
-import { request as httpRequest } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNodeConfig } from "../../functions/self-hosted/config";
-import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
-import { startGitServer, type GitTestServer } from "../support/git-server";
-import { pushApp, runnerFixture } from "../support/runner-harness";
-import { TEST_SECRET_KEYS } from "../support/test-keys";
+import { describe, expect, it } from "vitest";
+import { pushApp } from "../support/runner-harness";
+import { SHARED_DOMAIN as SHARED, useSelfHostedServer } from "../support/self-hosted-server";
 
-const TOKEN = "edge-e2e-owner-token-0123456789abcdef0123456789";
-const SHARED = "apps.test";
-
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunningServer;
-let port: number;
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("edge_e2e");
-  const config = loadNodeConfig({
-    PORT: "0",
-    HOST: "127.0.0.1",
-    DATA_DIR: fixture.dataDir,
-    DATABASE_URL: fixture.db.url,
-    SECRET_KEYS: TEST_SECRET_KEYS,
-    WORKSPACE_OWNER_TOKEN: TOKEN,
-    LOG_LEVEL: "silent",
-    SHARED_DOMAIN: SHARED,
-    OUTBOUND_ALLOW_PRIVATE: "true",
-    GIT_GITEA_URL: git.url,
-    RUNNER: "on",
-    BUILD_TIMEOUT: "60s",
-    HEALTH_TIMEOUT: "20s",
-    STOP_GRACE: "1s",
-  });
-  server = await startSelfHosted(config, () => {});
-  port = Number(new URL(server.url).port);
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
-
-async function api<T>(method: string, path: string, json?: unknown, expected = 200): Promise<T> {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(json ? { "content-type": "application/json" } : {}) },
-    body: json ? JSON.stringify(json) : undefined,
-  });
-  const body = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${body}`);
-  return (body ? JSON.parse(body) : undefined) as T;
-}
-
-/** A request to the server's port with the app's Host. */
-function viaEdge(host: string, path = "/") {
-  return new Promise<{ status: number; body: string; edge?: string }>((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => {
-        body += c;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, body, edge: res.headers["x-workspace-edge"] as string | undefined }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const { api, viaEdge, git: gitServer } = useSelfHostedServer("edge_e2e");
 
 async function waitReady(id: string) {
   const deadline = Date.now() + 60_000;
@@ -127,6 +61,7 @@ describe("edge end to end (npm start's server, runner on, Postgres)", () => {
     while (before.edge !== "not_deployed" && Date.now() < seenBy) before = await viaEdge(host);
     expect(before.edge).toBe("not_deployed");
 
+    const git = gitServer();
     const repo = await git.createRepo();
     await pushApp(git, repo.owner, repo.repo);
     await api("POST", `/api/projects/${project.id}/git/link`, { provider: "gitea", owner: repo.owner, repo: repo.repo });

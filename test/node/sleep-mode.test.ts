@@ -4,77 +4,18 @@
  * next request through the edge wakes it and is held until the app answers;
  * `always_on` wakes a sleeping app at once and keeps it running.
  */
-import { request as httpRequest } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNodeConfig } from "../../functions/self-hosted/config";
-import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
-import { startGitServer, type GitTestServer } from "../support/git-server";
+import { describe, expect, it } from "vitest";
 import { alive } from "../support/runner-client";
-import { pushApp, runnerFixture } from "../support/runner-harness";
-import { TEST_SECRET_KEYS } from "../support/test-keys";
+import { pushApp } from "../support/runner-harness";
+import { SHARED_DOMAIN as SHARED, useSelfHostedServer } from "../support/self-hosted-server";
 
-const TOKEN = "sleep-mode-owner-token-0123456789abcdef0123456789";
-const SHARED = "apps.test";
+const { api, viaEdge: edgeAnswer, git: gitServer } = useSelfHostedServer("sleep_mode", { SLEEP_AFTER: "1s" });
 
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunningServer;
-let port: number;
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("sleep_mode");
-  const config = loadNodeConfig({
-    PORT: "0",
-    HOST: "127.0.0.1",
-    DATA_DIR: fixture.dataDir,
-    DATABASE_URL: fixture.db.url,
-    SECRET_KEYS: TEST_SECRET_KEYS,
-    WORKSPACE_OWNER_TOKEN: TOKEN,
-    LOG_LEVEL: "silent",
-    SHARED_DOMAIN: SHARED,
-    OUTBOUND_ALLOW_PRIVATE: "true",
-    GIT_GITEA_URL: git.url,
-    RUNNER: "on",
-    HEALTH_TIMEOUT: "20s",
-    STOP_GRACE: "1s",
-    SLEEP_AFTER: "1s",
-  });
-  server = await startSelfHosted(config, () => {});
-  port = Number(new URL(server.url).port);
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
-
-async function api<T>(method: string, path: string, json?: unknown, expected = 200): Promise<T> {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(json ? { "content-type": "application/json" } : {}) },
-    body: json ? JSON.stringify(json) : undefined,
-  });
-  const body = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${body}`);
-  return (body ? JSON.parse(body) : undefined) as T;
-}
-
-function viaEdge(host: string) {
-  return new Promise<{ status: number; pid?: number }>((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => {
-        body += c;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, pid: res.statusCode === 200 ? JSON.parse(body).pid : undefined }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+/** The edge's answer with the app's pid (the fixture app reports it). */
+const viaEdge = async (host: string) => {
+  const res = await edgeAnswer(host);
+  return { status: res.status, pid: res.status === 200 ? (JSON.parse(res.body).pid as number) : undefined };
+};
 
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + ms;
@@ -93,6 +34,7 @@ describe("sleep mode (self-hosted)", () => {
     const project = await api<{ id: string; slug: string; asleep: boolean }>("POST", "/api/projects", { name: "Sleepy app" }, 201);
     expect(project.asleep).toBe(false);
     const host = `${project.slug}.${SHARED}`;
+    const git = gitServer();
     const repo = await git.createRepo();
     await pushApp(git, repo.owner, repo.repo);
     await api("POST", `/api/projects/${project.id}/git/link`, { provider: "gitea", owner: repo.owner, repo: repo.repo });
