@@ -30,8 +30,12 @@ import { findHookTarget, hookSecret, OUTCOMES, recordDelivery, type DeliveryReco
 const MAX_HOOK_ID = 128;
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
 
-/** Stands in for a secret when there is no hook, so an unknown id costs the same HMAC. */
-const NO_HOOK_SECRET = `none-${crypto.randomUUID()}`;
+/**
+ * Stands in for a secret when there is no hook, so an unknown id costs the same HMAC.
+ * Made on first use: workerd refuses random values in a module's global scope (the Worker would not start).
+ */
+let noHookSecret: string | undefined;
+const noHookSecretValue = () => (noHookSecret ??= `none-${crypto.randomUUID()}`);
 
 const hookNotFound = () => notFound("Push hook");
 
@@ -141,12 +145,12 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
   const hook = hookId.length > 0 && hookId.length <= MAX_HOOK_ID ? await findHookTarget(db, hookId) : undefined;
   const sender = identifySender(c.req.raw.headers);
   if (!hook) {
-    if (sender) await sender.verify(NO_HOOK_SECRET, body.bytes);
+    if (sender) await sender.verify(noHookSecretValue(), body.bytes);
     throw hookNotFound();
   }
   if (!sender) throw new ApiError("unauthorized", "No signature: send the delivery from a git host webhook with the hook's secret");
   const secret = await hookSecret(c.get("keyring"), hook);
-  const valid = await sender.verify(secret ?? NO_HOOK_SECRET, body.bytes);
+  const valid = await sender.verify(secret ?? noHookSecretValue(), body.bytes);
   if (!valid || secret === null) throw new ApiError("unauthorized", "The signature does not match this hook's secret");
 
   const payload = parsePayload(body.text, c.req.header("content-type"));
