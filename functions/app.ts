@@ -77,6 +77,8 @@ export function createApp(deps: AppDeps) {
     c.set("gunzip", services.gunzip);
     c.set("git", services.git ?? defaultGit);
     c.set("localFolders", services.localFolders);
+    c.set("cloud", services.cloud);
+    c.set("dispatch", async (request) => app.fetch(request, c.env));
     try {
       await next();
     } finally {

@@ -11,18 +11,21 @@ import { deploymentsRouter } from "./deployments";
 import { domainsRouter } from "./domains";
 import { envVarsRouter } from "./env-vars";
 import { environmentsRouter } from "./environments";
+import { exportRouter } from "./export";
 import { folderRouter } from "./folder";
 import { gitRouter } from "./git";
 import { ensureRouter } from "./folder/ensure";
 import { infoRouter } from "./info";
 import { lifecycleRouter } from "./lifecycle";
 import { optionsRouter } from "./options";
+import { homeRouter } from "./home";
 import { projectsCrudRouter } from "./projects";
 import { resourcesRouter } from "./resources";
 
 export const projectsRouter = createRouter()
   .route("/", folderRouter)
   .route("/", ensureRouter)
+  .route("/", homeRouter)
   .route("/", projectsCrudRouter)
   .route("/", deletionRouter)
   .route("/", infoRouter)
@@ -31,6 +34,7 @@ export const projectsRouter = createRouter()
   .route("/", lifecycleRouter)
   .route("/", envVarsRouter)
   .route("/", cloneTokenRouter)
+  .route("/", exportRouter)
   .route("/", resourcesRouter)
   .route("/", connectRouter)
   .route("/", domainsRouter)

@@ -1,5 +1,5 @@
 /**
- * The project records: list, home feed, create, read, update. Creating records
+ * The project records: list, create, read, update (the home feed is home.ts). Creating records
  * the project and its production environment; it never deploys (a first build goes
  * through the deployments API).
  */
@@ -24,17 +24,6 @@ const list = defineRoute({
   permission: "project:list",
   request: { query: PageQuery },
   responses: { 200: jsonResponse(ProjectPage, "One page of projects") },
-});
-
-const home = defineRoute({
-  method: "get",
-  path: "/projects/home",
-  tags: TAGS,
-  summary: "Home feed: the organization's projects",
-  description: `For now the projects of this instance only (each item's \`location\` says where it lives); merging the cloud's projects into a self-hosted instance's feed arrives with the transfer issue. ${PAGING}`,
-  permission: "project:list",
-  request: { query: PageQuery },
-  responses: { 200: jsonResponse(ProjectPage, "One page of the home feed") },
 });
 
 const create = defineRoute({
@@ -79,7 +68,6 @@ async function page(c: AppContext, query: { limit: number; cursor?: string }) {
 
 export const projectsCrudRouter = createRouter()
   .openapi(list, async (c) => c.json(await page(c, c.req.valid("query")), 200))
-  .openapi(home, async (c) => c.json(await page(c, c.req.valid("query")), 200))
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
     const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);

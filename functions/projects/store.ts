@@ -29,7 +29,8 @@ export async function findProject(ex: Executor, orgId: string, id: string, lock?
   const query = ex
     .select()
     .from(projects)
-    .where(and(eq(projects.id, id), eq(projects.orgId, orgId)));
+    // A project transferred to the cloud is a stub here: its per-project routes are forwarded (guard.ts), and nothing local finds it.
+    .where(and(eq(projects.id, id), eq(projects.orgId, orgId), isNull(projects.movedToCloud)));
   const [row] = lock ? await query.for(lock) : await query;
   if (!row) throw projectNotFound();
   return row;
@@ -40,7 +41,7 @@ export async function listProjects(ex: Executor, orgId: string, limit: number, c
   return ex
     .select()
     .from(projects)
-    .where(and(eq(projects.orgId, orgId), cursor ? gt(projects.id, cursor) : undefined))
+    .where(and(eq(projects.orgId, orgId), isNull(projects.movedToCloud), cursor ? gt(projects.id, cursor) : undefined))
     .orderBy(asc(projects.id))
     .limit(limit + 1);
 }

@@ -61,6 +61,7 @@ const list = defineRoute({
   summary: "List the project's route rules",
   description: `Every rule of the project (at most ${MAX_RULES_PER_PROJECT}, so one answer, no paging), in creation order. ${ORDER}`,
   permission: "project:read",
+  selfHostedOnly: true,
   request: { params: ProjectParam },
   responses: { 200: jsonResponse(z.object({ items: z.array(RouteRuleSchema) }).openapi("RouteRuleList"), "The rules") },
 });
@@ -72,6 +73,7 @@ const create = defineRoute({
   summary: "Add a route rule",
   description: `\`kind\` is \`rate-limit\` ({limit ≥ 1, windowSeconds, by: "ip"}), \`ban\` ({cidr, expiresAt?, reason?}) or \`allow-deny\` ({mode: "allow" | "deny", cidrs}); each takes an optional \`path\` and \`enabled\` (default true). A bad CIDR, a limit ≤ 0 or an unknown kind is 400 naming the field. ${ORDER}`,
   permission: "project:write",
+  selfHostedOnly: true,
   request: { params: ProjectParam, body: jsonRequest(CreateRuleBody) },
   responses: { 201: jsonResponse(RouteRuleSchema, "The new rule"), 409: { description: `The project already has ${MAX_RULES_PER_PROJECT} rules` } },
 });
@@ -84,6 +86,7 @@ const update = defineRoute({
   description:
     "Sets the given fields: `path`, `enabled`, and the fields of the rule's own kind (a field of another kind is 400 naming it; the kind cannot change: delete and add instead). `path: null` makes the rule apply to every path; `expiresAt: null` makes a ban permanent.",
   permission: "project:write",
+  selfHostedOnly: true,
   request: { params: RuleParams, body: jsonRequest(UpdateRuleBody) },
   responses: { 200: jsonResponse(RouteRuleSchema, "The rule as changed") },
 });
@@ -95,6 +98,7 @@ const remove = defineRoute({
   summary: "Delete a route rule",
   description: "The edge stops applying it within a second.",
   permission: "project:write",
+  selfHostedOnly: true,
   request: { params: RuleParams },
   responses: { 204: { description: "Deleted" } },
 });

@@ -35,6 +35,9 @@ const EnvSchema = z.object({
   S3_PREFIX: z.string().default("uploads/"),
   TRUSTED_PROXIES: z.string().max(4096).optional(),
   LOCAL_ROOTS: z.string().max(16_384).optional(),
+  CLOUD_API_URL: z.string().url("CLOUD_API_URL must be a URL like https://api.example.com").optional(),
+  CLOUD_TOKEN: z.string().min(16, "CLOUD_TOKEN must be a personal access token of the cloud").max(512).optional(),
+  CLOUD_ORGANIZATION_ID: z.string().min(1).max(100).optional(),
   RUNNER: z.enum(["on", "off"], { message: "RUNNER must be on or off" }).default("on"),
   RUNNER_CONCURRENCY: z.coerce.number().int().min(1, "RUNNER_CONCURRENCY must be 1 to 32").max(32, "RUNNER_CONCURRENCY must be 1 to 32").default(1),
   BUILD_TIMEOUT: z.string().default("15m"),
@@ -111,6 +114,8 @@ export type NodeConfig = {
   logRetention: LogRetention;
   /** LOCAL_ROOTS: the folders (real paths, checked at start) local-folder projects may live under; empty: local folders are off. */
   localRoots: string[];
+  /** CLOUD_API_URL, CLOUD_TOKEN (and CLOUD_ORGANIZATION_ID): the cloud link of this instance's first organization; the URL alone is the default of PUT /api/cloud/link. */
+  cloud: { apiUrl?: string; token?: string; organizationId?: string };
 };
 
 /** LOCAL_ROOTS: comma-separated absolute folders; each must exist and be a directory; kept as real paths (symbolic links resolved), deduplicated. */
@@ -171,8 +176,10 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
   const logRetention = logRetentionFromEnv(env);
   const localRoots = parseLocalRoots(e.LOCAL_ROOTS);
+  if (e.CLOUD_TOKEN && !e.CLOUD_API_URL) throw new Error("Invalid configuration CLOUD_TOKEN: set CLOUD_API_URL too (the cloud API the token belongs to)");
   return {
     localRoots,
+    cloud: { apiUrl: e.CLOUD_API_URL, token: e.CLOUD_TOKEN, organizationId: e.CLOUD_ORGANIZATION_ID },
     runner,
     trustedProxies,
     logRetention,

@@ -26,6 +26,7 @@ import type { UploadStorage } from "../../shared/storage/types";
 import { createDeliveryEngine, type DeliveryEngine } from "../notifications/delivery/engine";
 import { routeRulesRouter } from "../route-rules";
 import { createLocalFolders, localFoldersRouter } from "../local-folders";
+import { cloudRouter, createCloudService, linkFromEnvironment } from "../cloud";
 import { createLogFeed } from "../../shared/logs/feed";
 import { startLogSweeper } from "../logs/sweeper";
 import { createLogWriter } from "../logs/writer";
@@ -133,6 +134,7 @@ export async function createNodeServices(
 
   let sweeper: { stop(): Promise<void> } | undefined;
   let logSweeper: { stop(): Promise<void> } | undefined;
+  let envLink: { stop(): void } | undefined;
   return {
     services: {
       authCache,
@@ -140,7 +142,7 @@ export async function createNodeServices(
       gunzip: nodeGunzip,
       db: database.db,
       keyring,
-      config: { mode: "self-hosted", sharedDomain: config.sharedDomain, publicUrl: config.publicUrl },
+      config: { mode: "self-hosted", sharedDomain: config.sharedDomain, publicUrl: config.publicUrl, cloudApiUrl: config.cloud.apiUrl },
       git: { hosts: config.gitHosts, fetch: createNodeGitFetch({ allowPrivate: config.outboundAllowPrivate }) },
       outbound,
       mailer,
@@ -148,6 +150,7 @@ export async function createNodeServices(
       wakeRunner: runner ? () => runner.wake() : () => {},
       logFeed,
       localFolders: createLocalFolders({ roots: config.localRoots, uploads }),
+      cloud: createCloudService({ db: database.db, keyring }),
       edgeRoutes: {
         async serves(projectId, hostname) {
           await routeTable.reload(projectId);
@@ -157,7 +160,7 @@ export async function createNodeServices(
         },
       },
     },
-    extraRouters: [routeRulesRouter, localFoldersRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
+    extraRouters: [routeRulesRouter, localFoldersRouter, cloudRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
     edge,
     runner,
@@ -166,8 +169,10 @@ export async function createNodeServices(
       sweeper ??= startUploadSweeper({ db: database.db, uploads, logger });
       logSweeper ??= startLogSweeper({ db: database.db, logger, retention: config.logRetention });
       runner?.start();
+      envLink ??= linkFromEnvironment(database.db, keyring, config.cloud, logger);
     },
     async close() {
+      envLink?.stop();
       await runner?.stop();
       await writer.flush();
       await engine.stop();

@@ -22,10 +22,23 @@ export interface ServiceConfig {
   sharedDomain: string;
   /** PUBLIC_URL (Node adapter): the base git hosts reach this instance at unless a project sets its webhook domain; unset: the request's origin. */
   publicUrl?: string;
+  /** CLOUD_API_URL (Node adapter): the default cloud API of PUT /api/cloud/link. */
+  cloudApiUrl?: string;
 }
 
 export interface EdgeRoutes {
   serves(projectId: string, hostname: string): Promise<boolean>;
+}
+
+/** One page of the linked cloud organization's projects (already checked against the Project shape), or why it could not be read. */
+export type CloudProjectsPage = { reachable: true; items: unknown[]; nextCursor: string | null } | { reachable: false; reason: string };
+
+/** The cloud link's part in requests (self-hosted adapter, functions/cloud/service.ts); absent on the Worker. */
+export interface CloudService {
+  /** Forwards a per-project request whose project lives in the linked cloud and returns the cloud's answer; undefined: the project is handled here. */
+  forward(c: Context<AppEnv>, bodyLimit: number): Promise<Response | undefined>;
+  /** One page of the linked cloud organization's projects for the home feed; undefined when the organization is not linked. */
+  projects(c: Context<AppEnv>, limit: number, cursor?: string): Promise<CloudProjectsPage | undefined>;
 }
 
 /** Git hosts (provider → base URL) and the guarded transport git traffic goes through. */
@@ -63,6 +76,8 @@ export interface RequestServices {
   git?: GitService;
   /** Local-folder projects (Node adapter, LOCAL_ROOTS): scan, existence, deploy snapshots. Absent on the Worker. */
   localFolders?: LocalFolders;
+  /** The cloud link: forwarding of cloud projects' routes and the cloud half of the home feed. Absent on the Worker. */
+  cloud?: CloudService;
 }
 
 /** Who is calling: resolved by the auth middleware from the bearer token. */
@@ -109,6 +124,9 @@ export interface AppEnv {
     gunzip: Gunzip | undefined;
     git: GitService;
     localFolders: LocalFolders | undefined;
+    cloud: CloudService | undefined;
+    /** Calls this app's own routes in-process (a transfer applies a project to this instance through its public API, with the caller's token). */
+    dispatch: (request: Request) => Promise<Response>;
   };
 }
 

@@ -36,6 +36,8 @@ export interface Problem {
   detail: string;
   field?: string;
   allowed?: Array<string | number | boolean | null>;
+  /** A transfer's failed step (POST /api/projects/:id/transfer/…). */
+  step?: string;
   requestId?: string;
 }
 
@@ -44,7 +46,7 @@ export class ApiError extends Error {
   constructor(
     readonly code: ProblemCode,
     detail: string,
-    readonly extra: { field?: string; allowed?: Problem["allowed"] } = {},
+    readonly extra: { field?: string; allowed?: Problem["allowed"]; step?: string } = {},
     /** Response headers that go with the problem (e.g. `Retry-After`). */
     readonly headers: Record<string, string> = {},
   ) {

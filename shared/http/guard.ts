@@ -59,7 +59,12 @@ async function sessionMayRead(
   return row?.projectId === projectId;
 }
 
-export function guard(access: Access): MiddlewareHandler<AppEnv> {
+/**
+ * `forward`: a per-project route that the cloud link may forward (see CloudService):
+ * once the caller holds the permission here, a project living in the linked cloud
+ * gets the cloud's answer instead of this instance's handler.
+ */
+export function guard(access: Access, forward?: { bodyLimit: number }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (access === "public" && !header) return next();
@@ -90,6 +95,9 @@ export function guard(access: Access): MiddlewareHandler<AppEnv> {
       if (!result.caller.orgId) throw new ApiError("forbidden", "No active organization; send X-Organization-Id");
       if (!result.caller.tags.includes(access)) throw new ApiError("forbidden", `Missing permission '${access}'`);
     }
+    const cloud = forward && result.caller.orgId && !session ? c.get("cloud") : undefined;
+    const forwarded = cloud ? await cloud.forward(c, forward!.bodyLimit) : undefined;
+    if (forwarded) return forwarded;
     return next();
   };
 }

@@ -9,6 +9,7 @@ export const ProblemSchema = z
     detail: z.string(),
     field: z.string().optional().openapi({ description: "Dotted path of the offending request field" }),
     allowed: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).optional(),
+    step: z.string().optional().openapi({ description: "A transfer's step that failed (transfer routes only)" }),
     requestId: z.string().optional(),
   })
   .openapi("Problem");

@@ -18,6 +18,8 @@ type Config = Omit<RouteConfig, "middleware"> & {
   permission: Access;
   /** Largest accepted JSON body in bytes (default MAX_JSON_BODY_BYTES, 1 MiB); larger: 413. */
   bodyLimit?: number;
+  /** A self-hosted-only per-project route (route rules, transfers): never forwarded to the cloud for a cloud project. */
+  selfHostedOnly?: true;
 };
 
 /** The `X-Organization-Id` header parameter, registered once by createApp. */
@@ -49,9 +51,11 @@ function withProblemBodies(responses: RouteConfig["responses"]): RouteConfig["re
 }
 
 export function defineRoute<const C extends Config>(config: C) {
-  const { permission, bodyLimit = MAX_JSON_BODY_BYTES, ...route } = config;
+  const { permission, bodyLimit = MAX_JSON_BODY_BYTES, selfHostedOnly, ...route } = config;
   const hasBody = Boolean(route.request?.body);
-  const middleware = [guard(permission), safeQuery, ...(hasBody ? [jsonBody(bodyLimit)] : [])];
+  // Per-project routes of a project living in the linked cloud are forwarded there (after the permission check here).
+  const forward = route.path.startsWith("/projects/{id}") && !selfHostedOnly ? { bodyLimit } : undefined;
+  const middleware = [guard(permission, forward), safeQuery, ...(hasBody ? [jsonBody(bodyLimit)] : [])];
   // Every authenticated route acts on the active organization, except those naming it in the path.
   const orgHeader = permission !== "public" && !route.path.includes("{orgId}");
   return createRoute({
@@ -59,6 +63,7 @@ export function defineRoute<const C extends Config>(config: C) {
     ...route,
     middleware,
     "x-permission": permission,
+    ...(selfHostedOnly ? { "x-self-hosted-only": true } : {}),
     ...(hasBody ? { "x-body-limit": bodyLimit } : {}),
     ...(orgHeader ? { parameters: [{ $ref: ORGANIZATION_HEADER_REF }] } : {}),
     security: permission === "public" ? [] : [{ bearerAuth: [] }],
@@ -67,7 +72,10 @@ export function defineRoute<const C extends Config>(config: C) {
       ...(hasBody ? { 413: problem(`The body is larger than ${formatBytes(bodyLimit)}`) } : {}),
       ...route.responses,
     }),
-  } as unknown as Omit<C, "permission" | "bodyLimit"> & { middleware: typeof middleware; responses: C["responses"] & typeof ERROR_RESPONSES });
+  } as unknown as Omit<C, "permission" | "bodyLimit" | "selfHostedOnly"> & {
+    middleware: typeof middleware;
+    responses: C["responses"] & typeof ERROR_RESPONSES;
+  });
 }
 
 /** A JSON request body that is required (so non-JSON bodies are refused, not skipped). */

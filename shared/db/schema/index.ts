@@ -14,3 +14,4 @@ export * from "./rate-limits";
 export * from "./git";
 export * from "./logs";
 export * from "./edge";
+export * from "./cloud";

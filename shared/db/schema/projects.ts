@@ -48,6 +48,8 @@ export const projects = pgTable(
     cloneTokenSetAt: ts("clone_token_set_at"),
     /** Self-hosted local-folder projects: the folder (under a LOCAL_ROOTS root, resolved) deployments snapshot. */
     localPath: text("local_path"),
+    /** Set when the project was transferred to the cloud: the cloud project's id. The row stays (deploy history and logs stay here), hidden and disabled; its per-project routes forward to the cloud. */
+    movedToCloud: text("moved_to_cloud"),
     /** Set while the project is disabled (deploys paused, routes offline). */
     disabledAt: ts("disabled_at"),
     routingState: text("routing_state", { enum: ROUTING_STATES }).notNull().default("pending"),

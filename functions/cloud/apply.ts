@@ -1,0 +1,166 @@
+/**
+ * Applies a transfer bundle (POST /api/projects/{id}/export's shape) to a side
+ * through its public API, step by step. Every step sets the target to the
+ * bundle's value (PATCH, PUT-like POSTs, an env merge that also deletes keys the
+ * bundle lacks), so running the steps again after an interruption converges on
+ * the same project: no duplicates, nothing lost.
+ */
+import type { ProjectExport } from "../projects/export-schema";
+import { type Side, SideRefused } from "./sides";
+
+/** Steps in order; a failure names the one that failed. `read` and `finish` are the transfer's own (transfer.ts). */
+export const TRANSFER_STEPS = [
+  "read",
+  "create",
+  "domains",
+  "source",
+  "project",
+  "options",
+  "resources",
+  "environments",
+  "env",
+  "clone-token",
+  "auto-deploy",
+  "state",
+  "finish",
+] as const;
+export type TransferStep = (typeof TRANSFER_STEPS)[number];
+
+/** The env merge route's per-request cap on upserts and on deletes. */
+const ENV_BATCH = 200;
+
+export interface ApplyHooks {
+  /** Called as each step starts (the transfer records it; tests stop a side here). */
+  step(step: TransferStep): Promise<void>;
+  /** Called once the target project exists, before anything else is copied into it. */
+  created(targetId: string): Promise<void>;
+}
+
+interface Project {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+const gitFields = (b: ProjectExport) => ({
+  gitProvider: b.source.kind === "upload" ? "upload" : (b.git?.provider ?? null),
+  gitOwner: b.git?.owner ?? null,
+  gitRepo: b.git?.repo ?? null,
+  gitBranch: b.git?.branch ?? null,
+});
+
+/** Creates the target project (or finds the one an interrupted run created) and returns its id. */
+export async function createTarget(side: Side, bundle: ProjectExport, startedAt: Date, retried: boolean): Promise<string> {
+  if (retried) {
+    // A run interrupted between the side creating the project and us recording its id: the project is there, by name, made since the transfer began.
+    const found = await findCreatedSince(side, bundle.name, startedAt);
+    if (found) return found;
+  }
+  const git = gitFields(bundle);
+  const created = await side.call<Project>("POST", "api/projects", {
+    name: bundle.name,
+    framework: bundle.framework,
+    ...(git.gitProvider && git.gitProvider !== "upload" ? { gitProvider: git.gitProvider, gitOwner: git.gitOwner, gitRepo: git.gitRepo } : {}),
+    ...(git.gitBranch ? { gitBranch: git.gitBranch } : {}),
+  });
+  return created.id;
+}
+
+async function findCreatedSince(side: Side, name: string, since: Date): Promise<string | undefined> {
+  let cursor: string | null = null;
+  do {
+    const query: string = `api/projects?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+    const page: { items: Project[]; nextCursor: string | null } = await side.call("GET", query);
+    // A second of slack for clocks; the newest match is the one this transfer made.
+    const match = page.items.filter((p) => p.name === name && Date.parse(p.createdAt) >= since.getTime() - 1000).pop();
+    if (match && page.nextCursor === null) return match.id;
+    cursor = page.nextCursor;
+  } while (cursor);
+  return undefined;
+}
+
+/**
+ * Connects the bundle's domains (the primary last, so it ends primary) and removes
+ * the target's others. Runs right after create: a hostname the side refuses (409,
+ * taken) fails the transfer before anything else was copied.
+ */
+export async function applyDomains(side: Side, target: string, bundle: ProjectExport): Promise<void> {
+  const base = `api/projects/${target}`;
+  for (const d of bundle.domains) await side.call("POST", `${base}/connect`, { domain: d.hostname });
+  const current = await side.call<{ items: Array<{ hostname: string }> }>("GET", `${base}/domains`);
+  const wanted = new Set(bundle.domains.map((d) => d.hostname));
+  for (const d of current.items) if (!wanted.has(d.hostname)) await side.call("DELETE", `${base}/domains/${encodeURIComponent(d.hostname)}`);
+}
+
+/** Every step after domains, in order. `sessionId`: the uploaded tarball for an upload project. */
+export async function applyRest(
+  side: Side,
+  target: string,
+  bundle: ProjectExport,
+  tarball: Uint8Array<ArrayBuffer> | undefined,
+  hooks: ApplyHooks,
+): Promise<void> {
+  const base = `api/projects/${target}`;
+  const git = gitFields(bundle);
+
+  await hooks.step("source");
+  const uploadSessionId = tarball ? await side.upload(tarball, bundle.name) : undefined;
+  if (uploadSessionId || bundle.services.length > 0 || (await side.call<{ items: unknown[] }>("GET", `${base}/services`)).items.length > 0) {
+    await side.call("POST", "api/projects/ensure", {
+      projectId: target,
+      name: bundle.name,
+      ...(uploadSessionId ? { uploadSessionId, gitProvider: "upload" } : {}),
+      services: bundle.services,
+    });
+  }
+
+  await hooks.step("project");
+  await side.call("PATCH", base, { name: bundle.name, framework: bundle.framework, ...git });
+
+  await hooks.step("options");
+  await side.call("POST", `${base}/options`, bundle.options);
+
+  await hooks.step("resources");
+  await side.call("PATCH", `${base}/resources`, bundle.resources);
+
+  await hooks.step("environments");
+  for (const env of bundle.environments) {
+    if (env.kind === "production") continue;
+    try {
+      await side.call("POST", `${base}/environments`, { name: env.name, branch: env.branch });
+    } catch (e) {
+      if (!(e instanceof SideRefused && e.status === 409)) throw e; // already there (an earlier run, or a round trip)
+    }
+  }
+
+  await hooks.step("env");
+  for (const env of bundle.environments) await applyEnv(side, base, env);
+
+  await hooks.step("clone-token");
+  await side.call("PATCH", `${base}/clone-token`, { token: bundle.cloneToken });
+
+  await hooks.step("auto-deploy");
+  if (bundle.git) await side.call("POST", `${base}/auto-deploy`, { enabled: bundle.git.autoDeploy });
+
+  await hooks.step("state");
+  await side.call("POST", `${base}/${bundle.disabled ? "disable" : "enable"}`);
+}
+
+/** The environment's variables become exactly the bundle's: upserts of every one, deletes of the others. */
+async function applyEnv(side: Side, base: string, env: ProjectExport["environments"][number]): Promise<void> {
+  const present: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `${base}/env?environment=${encodeURIComponent(env.name)}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+    const page: { items: Array<{ key: string }>; nextCursor: string | null } = await side.call("GET", query);
+    present.push(...page.items.map((v) => v.key));
+    cursor = page.nextCursor;
+  } while (cursor);
+  const wanted = new Set(env.env.map((v) => v.key));
+  const deletes = present.filter((k) => !wanted.has(k));
+  const upserts = env.env.map((v) => ({ key: v.key, value: v.value, isSecret: v.isSecret }));
+  for (let i = 0; i < Math.max(upserts.length, deletes.length, 1); i += ENV_BATCH) {
+    const batch = { environment: env.name, upserts: upserts.slice(i, i + ENV_BATCH), deletes: deletes.slice(i, i + ENV_BATCH) };
+    if (batch.upserts.length || batch.deletes.length) await side.call("PATCH", `${base}/env`, batch);
+  }
+}

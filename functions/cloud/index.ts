@@ -1,0 +1,12 @@
+/**
+ * Self-hosted ↔ cloud (self-hosted only): the cloud link routes, the transfer
+ * routes, and the service that forwards cloud projects' routes and reads the
+ * cloud half of the home feed.
+ */
+import { createRouter } from "../../shared/http/router";
+import { cloudLinkRouter } from "./link";
+
+export { createCloudService } from "./service";
+export { linkFromEnvironment } from "./link-service";
+
+export const cloudRouter = createRouter().route("/", cloudLinkRouter);

@@ -1,0 +1,121 @@
+/**
+ * Transfer bookkeeping: one row per (organization, direction, source project)
+ * holding its step and target, claimed with a lease so two transfers of one
+ * project never run at once while a run whose process died can be resumed; and
+ * the two switches that move a project's home (both one transaction).
+ */
+import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { cloudProjects, projects, projectTransfers, TRANSFER_DIRECTIONS } from "../../shared/db/schema";
+import type { Db, Executor } from "../../shared/db/types";
+import { newId } from "../../shared/ids";
+
+export type TransferRow = typeof projectTransfers.$inferSelect;
+export type Direction = (typeof TRANSFER_DIRECTIONS)[number];
+
+/** A running transfer not heard from for this long is taken to have died, and may be resumed. */
+export const TRANSFER_LEASE_MS = 2 * 60_000;
+
+/**
+ * Takes the transfer of `sourceId` for this run: a new row, a finished or failed
+ * one started again (keeping its target and last step), or a running one whose
+ * lease ran out. Undefined while another run holds it.
+ */
+export async function claimTransfer(db: Db, orgId: string, direction: Direction, sourceId: string, now: Date): Promise<TransferRow | undefined> {
+  const stale = new Date(now.getTime() - TRANSFER_LEASE_MS);
+  const rows = await db
+    .insert(projectTransfers)
+    .values({ id: newId("trf"), orgId, direction, sourceId, step: "read", state: "running", startedAt: now, updatedAt: now })
+    .onConflictDoUpdate({
+      target: [projectTransfers.orgId, projectTransfers.direction, projectTransfers.sourceId],
+      set: {
+        state: "running",
+        error: null,
+        updatedAt: now,
+        // A finished transfer run again starts a new one; an interrupted one keeps its start (the create step looks for what it made since).
+        startedAt: sql`CASE WHEN ${projectTransfers.state} = 'done' THEN ${now.toISOString()}::timestamptz ELSE ${projectTransfers.startedAt} END`,
+      },
+      setWhere: or(sql`${projectTransfers.state} <> 'running'`, lt(projectTransfers.updatedAt, stale)),
+    })
+    .returning();
+  return rows[0];
+}
+
+export async function recordStep(db: Executor, id: string, step: string, now: Date): Promise<void> {
+  await db.update(projectTransfers).set({ step, updatedAt: now }).where(eq(projectTransfers.id, id));
+}
+
+export async function recordTarget(db: Executor, id: string, targetId: string | null, now: Date): Promise<void> {
+  await db.update(projectTransfers).set({ targetId, updatedAt: now }).where(eq(projectTransfers.id, id));
+}
+
+export async function endTransfer(db: Executor, id: string, outcome: { state: "done" } | { state: "failed"; error: string }, now: Date): Promise<void> {
+  await db
+    .update(projectTransfers)
+    .set({ state: outcome.state, error: outcome.state === "failed" ? outcome.error : null, updatedAt: now })
+    .where(eq(projectTransfers.id, id));
+}
+
+/** The cloud project a local project was transferred to before (a round trip reuses it rather than making a second). */
+export async function earlierCloudCopy(db: Executor, orgId: string, localProjectId: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: cloudProjects.id })
+    .from(cloudProjects)
+    .where(and(eq(cloudProjects.orgId, orgId), eq(cloudProjects.localProjectId, localProjectId)));
+  return row?.id;
+}
+
+/** The local project a cloud project came from or was brought back into, if it still exists here. */
+export async function localCopyOf(db: Executor, orgId: string, cloudId: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: projects.id })
+    .from(cloudProjects)
+    .innerJoin(projects, eq(projects.id, cloudProjects.localProjectId))
+    .where(and(eq(cloudProjects.orgId, orgId), eq(cloudProjects.id, cloudId), eq(projects.orgId, orgId)));
+  return row?.id;
+}
+
+/**
+ * to-cloud's last step: the local project becomes a stub of `cloudId` (hidden here,
+ * its per-project routes forwarded, disabled so the edge and runner let it go),
+ * its deployments and logs kept.
+ */
+export async function moveToCloud(db: Db, orgId: string, projectId: string, cloudId: string, name: string, now: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .update(projects)
+      .set({ movedToCloud: cloudId, disabledAt: sql`COALESCE(${projects.disabledAt}, ${now.toISOString()}::timestamptz)`, updatedAt: now })
+      .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
+    await tx
+      .insert(cloudProjects)
+      .values({ id: cloudId, orgId, name, localProjectId: projectId, seenAt: now })
+      .onConflictDoUpdate({
+        target: cloudProjects.id,
+        set: { localProjectId: projectId, returnedAt: null, name, seenAt: now },
+        where: eq(cloudProjects.orgId, orgId),
+      });
+  });
+}
+
+/** Shows a stub again here while to-self-hosted copies into it (its routes stop being forwarded). */
+export async function unhide(db: Executor, orgId: string, projectId: string, cloudId: string): Promise<void> {
+  await db
+    .update(projects)
+    .set({ movedToCloud: null })
+    .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId), eq(projects.movedToCloud, cloudId)));
+}
+
+/** A failed to-self-hosted puts its partial copy back behind the stub: the project stays the cloud's. */
+export async function hideAgain(db: Executor, orgId: string, projectId: string, cloudId: string): Promise<void> {
+  await db
+    .update(projects)
+    .set({ movedToCloud: cloudId })
+    .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId), isNull(projects.movedToCloud)));
+}
+
+/** to-self-hosted's last step: the cloud project is marked brought back (no longer forwarded or listed), pointing at its local copy. */
+export async function markReturned(db: Executor, orgId: string, cloudId: string, localProjectId: string, name: string, now: Date): Promise<void> {
+  await db
+    .insert(cloudProjects)
+    .values({ id: cloudId, orgId, name, localProjectId, returnedAt: now, seenAt: now })
+    .onConflictDoUpdate({ target: cloudProjects.id, set: { localProjectId, returnedAt: now, name, seenAt: now }, where: eq(cloudProjects.orgId, orgId) });
+}
