@@ -5,7 +5,7 @@
  * the two switches that move a project's home (both one transaction).
  */
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
-import { cloudProjects, projects, projectTransfers, TRANSFER_DIRECTIONS } from "../../shared/db/schema";
+import { cloudProjects, projects, projectTransfers, type TRANSFER_DIRECTIONS } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
 
