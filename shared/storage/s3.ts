@@ -9,7 +9,7 @@
  */
 import type { S3Client } from "@aws-sdk/client-s3";
 import { GZIP_TYPE } from "./limits";
-import { isStoreKey, type PresignedStorage, type StoredUpload } from "./types";
+import { isStoreKey, type PresignedDownload, type PresignedStorage, type StoredUpload } from "./types";
 
 /**
  * S3_REGION when unset, on both runtimes: the region SigV4 signs for. `us-east-1` is
@@ -80,6 +80,20 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
       });
       const headers: Record<string, string> = { "Content-Type": GZIP_TYPE, "Content-Length": String(sizeBytes) };
       return { url, absoluteUrl: url, method: "PUT", headers, requiresAuth: false };
+    },
+    async presignGet({ key, now, expiresInSeconds }): Promise<PresignedDownload | null> {
+      const { sdk, client } = await load();
+      const Key = objectKey(key);
+      // A HEAD first: a missing object gets no link, and the link comes with the size.
+      const head = await sdk.getSignedUrl(client, new sdk.HeadObjectCommand({ Bucket, Key }), { expiresIn: INTERNAL_TTL_SECONDS });
+      const res = await fetch(head, { method: "HEAD" });
+      await res.body?.cancel();
+      if (res.status === 404) return null;
+      if (!res.ok) throw new Error(`object storage stat failed: HTTP ${res.status}`);
+      const sizeBytes = Number(res.headers.get("content-length"));
+      if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 0) throw new Error("object storage stat failed: no content length");
+      const url = await sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key }), { expiresIn: expiresInSeconds, signingDate: now });
+      return { url, expiresAt: new Date(now.getTime() + expiresInSeconds * 1000), sizeBytes };
     },
     async open(key): Promise<StoredUpload | null> {
       const { sdk, client } = await load();

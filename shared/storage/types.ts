@@ -51,6 +51,18 @@ export interface PresignedStorage extends CommonStorage {
   readonly kind: "presigned";
   /** A PUT URL for `key` signed at `now`, valid `expiresInSeconds`, for exactly `sizeBytes` bytes (an unsigned length would take any size). */
   presign(input: { key: string; sizeBytes: number; now: Date; expiresInSeconds: number }): Promise<UploadTarget>;
+  /**
+   * A GET URL for the object at `key` signed at `now`, valid `expiresInSeconds`, that
+   * anyone holding it can download without a token (the export's artifact link).
+   * Null when nothing is stored at `key` (checked first, which also gives its size).
+   */
+  presignGet(input: { key: string; now: Date; expiresInSeconds: number }): Promise<PresignedDownload | null>;
+}
+
+export interface PresignedDownload {
+  url: string;
+  expiresAt: Date;
+  sizeBytes: number;
 }
 
 export interface RelayStorage extends CommonStorage {

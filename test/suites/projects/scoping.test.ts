@@ -26,6 +26,7 @@ const VALID: Record<string, { body?: unknown; query?: string }> = {
   "patch /api/projects/{id}/env": { body: { upserts: [{ key: "A", value: "1", isSecret: true }], deletes: ["B"] } },
   "get /api/projects/{id}/clone-token": {},
   "patch /api/projects/{id}/clone-token": { body: { token: "ghp_scoping" } },
+  "post /api/projects/{id}/export": {},
   "get /api/projects/{id}/resources": {},
   "patch /api/projects/{id}/resources": { body: { port: 8080 } },
   "post /api/projects/{id}/resources": { body: { production: { cpuCores: 2 } } },
