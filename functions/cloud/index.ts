@@ -5,8 +5,9 @@
  */
 import { createRouter } from "../../shared/http/router";
 import { cloudLinkRouter } from "./link";
+import { transferRouter } from "./transfer";
 
 export { createCloudService } from "./service";
 export { linkFromEnvironment } from "./link-service";
 
-export const cloudRouter = createRouter().route("/", cloudLinkRouter);
+export const cloudRouter = createRouter().route("/", cloudLinkRouter).route("/", transferRouter);

@@ -38,7 +38,7 @@ const RETURNED_HEADERS = [
   "etag",
 ];
 
-export function createCloudService(deps: { db: Db; keyring: Keyring }): CloudService {
+export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTransferStep?: CloudService["beforeTransferStep"] }): CloudService {
   const { db, keyring } = deps;
 
   async function forward(c: Context<AppEnv>, bodyLimit: number): Promise<Response | undefined> {
@@ -125,5 +125,5 @@ export function createCloudService(deps: { db: Db; keyring: Keyring }): CloudSer
     return { reachable: true, items: parsed.filter((p) => !returned.has(p.id)), nextCursor: page.nextCursor as string | null };
   }
 
-  return { forward, projects };
+  return { forward, projects, beforeTransferStep: deps.beforeTransferStep };
 }

@@ -47,6 +47,8 @@ export interface NodeServiceOverrides {
   uploads?: UploadStorage;
   /** Runner settings over the configuration's (the test harness turns the runner off; runner suites shorten its timeouts). */
   runner?: Partial<RunnerSettings>;
+  /** Called as each transfer step starts (the transfer suites stop the cloud between steps). */
+  beforeTransferStep?: (direction: "to-cloud" | "to-self-hosted", step: string) => Promise<void>;
 }
 
 export interface NodeServices {
@@ -150,7 +152,7 @@ export async function createNodeServices(
       wakeRunner: runner ? () => runner.wake() : () => {},
       logFeed,
       localFolders: createLocalFolders({ roots: config.localRoots, uploads }),
-      cloud: createCloudService({ db: database.db, keyring }),
+      cloud: createCloudService({ db: database.db, keyring, beforeTransferStep: overrides.beforeTransferStep }),
       edgeRoutes: {
         async serves(projectId, hostname) {
           await routeTable.reload(projectId);

@@ -39,6 +39,8 @@ export interface CloudService {
   forward(c: Context<AppEnv>, bodyLimit: number): Promise<Response | undefined>;
   /** One page of the linked cloud organization's projects for the home feed; undefined when the organization is not linked. */
   projects(c: Context<AppEnv>, limit: number, cursor?: string): Promise<CloudProjectsPage | undefined>;
+  /** Called as each transfer step starts (tests stop a side between steps here). */
+  beforeTransferStep?: (direction: "to-cloud" | "to-self-hosted", step: string) => Promise<void>;
 }
 
 /** Git hosts (provider → base URL) and the guarded transport git traffic goes through. */

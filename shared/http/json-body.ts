@@ -32,7 +32,7 @@ export const bodyTooLarge = (limit: number) =>
  * before a byte is read, and a body that grows past the limit is cut off (the
  * stream is cancelled; the server answers without reading the rest).
  */
-export async function readBodyBytes(req: Pick<Request, "headers" | "body">, limit: number): Promise<Uint8Array<ArrayBuffer>> {
+export async function readBodyBytes(req: { headers: Headers; body: ReadableStream<Uint8Array> | null }, limit: number): Promise<Uint8Array<ArrayBuffer>> {
   const declared = req.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) throw bodyTooLarge(limit);
   if (!req.body) return new Uint8Array(0);
@@ -59,7 +59,7 @@ export async function readBodyBytes(req: Pick<Request, "headers" | "body">, limi
 }
 
 /** The body as text (UTF-8), read under `limit` bytes like readBodyBytes. */
-export async function readBodyText(req: Pick<Request, "headers" | "body">, limit: number): Promise<string> {
+export async function readBodyText(req: { headers: Headers; body: ReadableStream<Uint8Array> | null }, limit: number): Promise<string> {
   return new TextDecoder().decode(await readBodyBytes(req, limit));
 }
 

@@ -1,0 +1,280 @@
+/**
+ * POST /api/projects/{id}/transfer/to-cloud and …/to-self-hosted (self-hosted
+ * only; the cloud has no such routes: 404). A transfer reads the project as a
+ * bundle on one side (this instance's store, or the cloud's export route),
+ * applies it to the other through that side's public API (apply.ts), then moves
+ * the project's home in this instance's database:
+ * - to-cloud: the local project becomes a stub of the cloud project (hidden,
+ *   disabled, its per-project routes forwarded); its deployments and logs stay here.
+ * - to-self-hosted: the cloud project is disabled there (its history stays there)
+ *   and marked brought back; the local copy is the project from then on. A project
+ *   that came from this instance comes back into its own row (same id, history).
+ * Every step is idempotent; the transfer row records the step and the target, so
+ * running a failed or interrupted transfer again finishes it.
+ */
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../../shared/http/context";
+import { ApiError } from "../../shared/http/errors";
+import { readBodyBytes } from "../../shared/http/json-body";
+import { defineRoute, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { newId } from "../../shared/ids";
+import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
+import { artifactKeyFor } from "../../shared/storage/types";
+import type { ProjectExport } from "../projects/export-schema";
+import { readProjectExport } from "../projects/export-store";
+import { ProjectIdParam, ProjectSchema } from "../projects/schema";
+import { findProject } from "../projects/store";
+import { applyDomains, applyRest, createTarget, type TransferStep } from "./apply";
+import { cloudTargetOf } from "./link-store";
+import { linkCredentials } from "./link-service";
+import { cloudSide, downloadTarball, type Side, SideRefused, SideUnreachable, selfSide } from "./sides";
+import {
+  claimTransfer,
+  type Direction,
+  earlierCloudCopy,
+  endTransfer,
+  hideAgain,
+  localCopyOf,
+  markReturned,
+  moveToCloud,
+  recordStep,
+  recordTarget,
+  type TransferRow,
+  unhide,
+} from "./transfer-store";
+
+const TAGS = ["Transfer (self-hosted)"];
+
+export const TransferResultSchema = z
+  .object({
+    direction: z.enum(["to-cloud", "to-self-hosted"]),
+    sourceId: z.string().openapi({ description: "The project transferred (this instance's id for to-cloud, the cloud's for to-self-hosted)" }),
+    projectId: z.string().openapi({ description: "The project where it now lives" }),
+    project: ProjectSchema.openapi({ description: "The project as its new home answers GET /api/projects/{id}" }),
+  })
+  .openapi("TransferResult");
+
+const MOVES =
+  "What moves: the name, framework, git repository and deploy branch, auto-deploy, build options, resources and sleep mode, every environment with every env var (secret values decrypted on one side and re-encrypted by the other: they travel only inside the API request, never logged), connected domains (the primary stays primary), compose services with their values, the clone token, enabled/disabled, and the source: a git project keeps its repository link; an upload project's latest uploaded tarball (a local-folder project's snapshot, taken now) is uploaded through the other side's own folder-upload flow, so there it is an upload project. What stays: deployments, build and runtime logs, server logs and route rules stay where they were made (route rules are this instance's edge's); the webhook domain is per instance.";
+const RESUME =
+  "Idempotent and resumable: every step sets the target to the source's value, and the transfer's step and target are recorded, so a transfer that failed or was interrupted at any step, run again, finishes without duplicates or lost variables (one running transfer per project: a second call meanwhile is 409). A failure leaves the project fully usable where it was and answers a problem naming the failed `step` (502 when the other side could not be reached or refused). A domain the other side refuses (taken there) fails at step `domains`, right after the target is made and before anything else is copied; a target made by that run is deleted again. The caller needs `project:admin` here; the writes on this instance are made with the caller's own token and permissions, those on the cloud with the link's.";
+
+const toCloud = defineRoute({
+  method: "post",
+  path: "/projects/{id}/transfer/to-cloud",
+  tags: TAGS,
+  summary: "Move a local project to the linked cloud organization",
+  description: [
+    "Creates the project in the cloud organization this organization is linked to (PUT /api/cloud/link) and copies it there; then the local project becomes a stub: hidden from this instance's lists, disabled (its apps stop, the edge stops serving it), and every per-project route called here with its id (or with the cloud id) is forwarded to the cloud. A project transferred to the cloud before and brought back is copied into the same cloud project again.",
+    MOVES,
+    RESUME,
+    "409 when the organization is not linked. Self-hosted only (404 on the cloud).",
+  ].join("\n\n"),
+  permission: "project:admin",
+  selfHostedOnly: true,
+  request: { params: ProjectIdParam },
+  responses: {
+    200: jsonResponse(TransferResultSchema, "Transferred: the project lives in the cloud"),
+    409: { description: "Not linked; a transfer of this project is running; or a domain is taken in the cloud (`step: domains`)" },
+    502: { description: "The cloud could not be reached or refused a step (`step` names it); the project is still usable here" },
+  },
+});
+
+const toSelfHosted = defineRoute({
+  method: "post",
+  path: "/projects/{id}/transfer/to-self-hosted",
+  tags: TAGS,
+  summary: "Bring a cloud project to this instance",
+  description: [
+    "`id`: a cloud project this instance knows of (listed by GET /api/projects/home), or the local id of a project transferred to the cloud. The cloud's configuration is read with the cloud's POST /api/projects/{id}/export (the link's token needs `project:admin` there) and applied here; a project that came from this instance comes back into its own row (same id, its old deployments and logs), any other is created here. Then the cloud project is disabled in the cloud (it and its history stay there) and this instance stops forwarding its id.",
+    MOVES,
+    RESUME,
+    "Self-hosted only (404 on the cloud).",
+  ].join("\n\n"),
+  permission: "project:admin",
+  selfHostedOnly: true,
+  request: { params: ProjectIdParam },
+  responses: {
+    200: jsonResponse(TransferResultSchema, "Transferred: the project lives on this instance"),
+    409: { description: "Not linked; a transfer of this project is running; or a domain is taken here (`step: domains`)" },
+    502: { description: "The cloud could not be reached or refused a step (`step` names it); the project is still usable in the cloud" },
+  },
+});
+
+interface Run {
+  c: Context<AppEnv>;
+  orgId: string;
+  row: TransferRow;
+  step: TransferStep;
+}
+
+async function enter(run: Run, step: TransferStep): Promise<void> {
+  run.step = step;
+  await recordStep(run.c.get("db"), run.row.id, step, run.c.get("clock")());
+  await run.c.get("cloud")?.beforeTransferStep?.(run.row.direction, step);
+}
+
+/** The problem a failed step answers, naming it. */
+function failure(e: unknown, step: TransferStep): ApiError {
+  if (e instanceof ApiError) return new ApiError(e.code, e.message, { ...e.extra, step }, e.headers);
+  if (e instanceof SideUnreachable) return new ApiError("bad_gateway", `The transfer failed at step '${step}': ${e.message}`, { step });
+  if (e instanceof SideRefused) {
+    const detail = `The transfer failed at step '${step}': ${e.side} answered ${e.status}: ${e.message}`;
+    if (step === "domains" && e.status === 409) return new ApiError("conflict", detail, { step, field: "domains" });
+    if (e.status === 403) return new ApiError("forbidden", detail, { step });
+    return new ApiError("bad_gateway", detail, { step });
+  }
+  throw e;
+}
+
+async function begin(c: Context<AppEnv>, direction: Direction, sourceId: string) {
+  const { orgId } = callerOf(c);
+  const link = await linkCredentials(c.get("db"), c.get("keyring"), orgId);
+  if (!link) throw new ApiError("conflict", "This organization is not linked to the cloud: link it first (PUT /api/cloud/link)");
+  const row = await claimTransfer(c.get("db"), orgId, direction, sourceId, c.get("clock")());
+  if (!row) throw new ApiError("conflict", "A transfer of this project is running; try again when it has finished");
+  return { run: { c, orgId, row, step: "read" } as Run, cloud: cloudSide(link) };
+}
+
+/** Whether the run before this one got past `read` without recording its target (it may have made one). */
+const mayHaveCreated = (row: TransferRow) => row.step !== "read" && row.targetId === null;
+
+/** The project's own tarball for the other side: its latest upload, or a snapshot of its folder taken now. */
+async function localTarball(
+  c: Context<AppEnv>,
+  orgId: string,
+  bundle: { source: { kind: string }; latestArtifactKey: string | null },
+  localPath: string | null,
+) {
+  const uploads = c.get("uploads");
+  if (!uploads) return undefined;
+  let key = bundle.source.kind === "upload" ? bundle.latestArtifactKey : null;
+  let temporary = false;
+  const folders = c.get("localFolders");
+  if (bundle.source.kind === "local" && localPath && folders) {
+    key = artifactKeyFor(orgId, newId("trf"));
+    temporary = true;
+    await folders.snapshot({ path: localPath, key, now: c.get("clock")() });
+  }
+  if (!key) return undefined;
+  try {
+    const stored = await uploads.open(key);
+    return stored ? await readBodyBytes({ headers: new Headers(), body: stored.body }, MAX_UPLOAD_BYTES) : undefined;
+  } finally {
+    if (temporary) await uploads.remove(key);
+  }
+}
+
+async function transferToCloud(c: Context<AppEnv>, id: string) {
+  const db = c.get("db");
+  const project = await findProject(db, callerOf(c).orgId, id);
+  const { run, cloud } = await begin(c, "to-cloud", project.id);
+  const clock = c.get("clock");
+  let createdNow = false;
+  let target: string | null | undefined = run.row.targetId;
+  try {
+    await enter(run, "read");
+    const { latestArtifactKey, ...read } = await readProjectExport(db, c.get("keyring"), run.orgId, project.id, clock());
+    const bundle: ProjectExport = { ...read, source: { kind: read.source.kind, artifact: null } };
+    const tarball = await localTarball(c, run.orgId, { source: read.source, latestArtifactKey }, project.localPath);
+
+    await enter(run, "create");
+    target ??= await reusable(cloud, await earlierCloudCopy(db, run.orgId, project.id));
+    if (!target) {
+      target = await createTarget(cloud, bundle, run.row.startedAt, mayHaveCreated(run.row));
+      createdNow = true;
+    }
+    await recordTarget(db, run.row.id, target, clock());
+
+    await enter(run, "domains");
+    await applyDomainsOrUndo(cloud, target, bundle, createdNow, async () => recordTarget(db, run.row.id, null, clock()));
+
+    await applyRest(cloud, target, bundle, tarball, { step: (s) => enter(run, s), created: async () => {} });
+
+    await enter(run, "finish");
+    await moveToCloud(db, run.orgId, project.id, target, bundle.name, clock());
+    await endTransfer(db, run.row.id, { state: "done" }, clock());
+  } catch (e) {
+    await endTransfer(db, run.row.id, { state: "failed", error: e instanceof Error ? e.message : String(e) }, clock());
+    throw failure(e, run.step);
+  }
+  const view = await cloud.call("GET", `api/projects/${target}`).catch(() => undefined);
+  return { direction: "to-cloud" as const, sourceId: project.id, projectId: target, project: view };
+}
+
+/** A cloud project made by an earlier transfer, if the cloud still has it. */
+async function reusable(cloud: Side, cloudId: string | undefined): Promise<string | undefined> {
+  if (!cloudId) return undefined;
+  try {
+    await cloud.call("GET", `api/projects/${cloudId}`);
+    return cloudId;
+  } catch (e) {
+    if (e instanceof SideRefused && e.status === 404) return undefined;
+    throw e;
+  }
+}
+
+/** Domains first; refused, a target this run made is deleted again so nothing has moved. */
+async function applyDomainsOrUndo(side: Side, target: string, bundle: ProjectExport, createdNow: boolean, forget: () => Promise<void>) {
+  try {
+    await applyDomains(side, target, bundle);
+  } catch (e) {
+    if (createdNow && e instanceof SideRefused && e.status === 409) {
+      await side.call("DELETE", `api/projects/${target}`).catch(() => {});
+      await forget();
+    }
+    throw e;
+  }
+}
+
+async function transferToSelfHosted(c: Context<AppEnv>, id: string) {
+  const db = c.get("db");
+  const { orgId } = callerOf(c);
+  const cloudId = await cloudTargetOf(db, orgId, id);
+  if (!cloudId) throw new ApiError("not_found", "No cloud project with this id is known here (list it with GET /api/projects/home first)");
+  const { run, cloud } = await begin(c, "to-self-hosted", cloudId);
+  const self = selfSide(c);
+  const clock = c.get("clock");
+  let target: string | null | undefined = run.row.targetId;
+  let createdNow = false;
+  try {
+    await enter(run, "read");
+    const bundle = await cloud.call<ProjectExport>("POST", `api/projects/${cloudId}/export`);
+    const tarball = bundle.source.artifact ? await downloadTarball(bundle.source.artifact.url) : undefined;
+
+    await enter(run, "create");
+    target ??= await localCopyOf(db, orgId, cloudId);
+    if (target) await unhide(db, orgId, target, cloudId);
+    else {
+      target = await createTarget(self, bundle, run.row.startedAt, mayHaveCreated(run.row));
+      createdNow = true;
+    }
+    await recordTarget(db, run.row.id, target, clock());
+
+    await enter(run, "domains");
+    await applyDomainsOrUndo(self, target, bundle, createdNow, async () => {
+      await recordTarget(db, run.row.id, null, clock());
+      target = null;
+    });
+
+    await applyRest(self, target, bundle, tarball, { step: (s) => enter(run, s), created: async () => {} });
+
+    await enter(run, "finish");
+    await cloud.call("POST", `api/projects/${cloudId}/disable`);
+    await markReturned(db, orgId, cloudId, target, bundle.name, clock());
+    await endTransfer(db, run.row.id, { state: "done" }, clock());
+  } catch (e) {
+    // The partial copy goes back behind the stub: until a run finishes, the project is the cloud's.
+    if (target && run.step !== "finish") await hideAgain(db, orgId, target, cloudId);
+    await endTransfer(db, run.row.id, { state: "failed", error: e instanceof Error ? e.message : String(e) }, clock());
+    throw failure(e, run.step);
+  }
+  const view = await self.call("GET", `api/projects/${target}`);
+  return { direction: "to-self-hosted" as const, sourceId: cloudId, projectId: target, project: view };
+}
+
+export const transferRouter = createRouter()
+  .openapi(toCloud, async (c) => c.json((await transferToCloud(c, c.req.valid("param").id)) as z.infer<typeof TransferResultSchema>, 200))
+  .openapi(toSelfHosted, async (c) => c.json((await transferToSelfHosted(c, c.req.valid("param").id)) as z.infer<typeof TransferResultSchema>, 200));
