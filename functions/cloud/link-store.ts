@@ -2,7 +2,7 @@
  * The cloud link and the cloud projects this instance knows of. The link's token
  * is stored encrypted, bound to its organization's row.
  */
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { SecretContext } from "../../shared/crypto/keyring";
 import { cloudLinks, cloudProjects, organizations, projects } from "../../shared/db/schema";
 import { rowsOf } from "../../shared/db/rows";
@@ -69,7 +69,7 @@ export async function returnedCloudIds(db: Executor, orgId: string, ids: string[
   const rows = await db
     .select({ id: cloudProjects.id })
     .from(cloudProjects)
-    .where(and(eq(cloudProjects.orgId, orgId), sql`${cloudProjects.id} = ANY(${ids})`, sql`${cloudProjects.returnedAt} IS NOT NULL`));
+    .where(and(eq(cloudProjects.orgId, orgId), inArray(cloudProjects.id, ids), sql`${cloudProjects.returnedAt} IS NOT NULL`));
   return new Set(rows.map((r) => r.id));
 }
 

@@ -75,7 +75,8 @@ export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTrans
       clearTimeout(timer);
     }
     if (res.status === 404 && (await goneFromCloud(link, target))) await forgetCloudProject(db, orgId, target);
-    const answer = new Headers({ "x-project-location": "cloud" });
+    // A new Response drops the headers set on `c` so far: keep this instance's request id (its request line names it).
+    const answer = new Headers({ "x-project-location": "cloud", "x-request-id": c.get("requestId") });
     for (const name of RETURNED_HEADERS) {
       const value = res.headers.get(name);
       if (value !== null) answer.set(name, value);
