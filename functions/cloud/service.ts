@@ -24,6 +24,9 @@ import { CLOUD_TIMEOUT_MS, CloudRefused, CloudUnreachable, cloudFetch, cloudJson
 import { cloudTargetOf, forgetCloudProject, rememberCloudProjects, returnedCloudIds } from "./link-store";
 import { linkCredentials } from "./link-service";
 
+/** The home feed waits this long for the cloud's page, then shows the local projects with `reachable: false` (a page should not hang on a slow cloud). */
+export const HOME_TIMEOUT_MS = 5_000;
+
 /** Request headers that carry meaning to the cloud's route; everything else (cookies, the caller's token, hop-by-hop) stays here. */
 const FORWARDED_REQUEST_HEADERS = ["accept", "content-type", "last-event-id", "if-none-match"];
 /** Answer headers returned to the caller; the cloud's own request id comes back as x-cloud-request-id. */
@@ -104,7 +107,7 @@ export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTrans
     if (cursor) query.set("cursor", cursor);
     let page: { items?: unknown; nextCursor?: unknown };
     try {
-      page = await cloudJson(link, `api/projects?${query}`);
+      page = await cloudJson(link, `api/projects?${query}`, { timeoutMs: HOME_TIMEOUT_MS });
     } catch (e) {
       if (e instanceof CloudUnreachable) return { reachable: false, reason: e.message };
       if (e instanceof CloudRefused && e.status === 401)

@@ -34,7 +34,7 @@ const home = defineRoute({
   summary: "Home feed: this instance's projects, and the linked cloud's",
   description: [
     "Each item's `location` says where the project lives. On a self-hosted instance whose organization is linked to a cloud organization (PUT /api/cloud/link), the cloud organization's projects are merged in, server-side: both sides are read a page at a time and merged by id (ids sort by creation time, oldest first). A page may hold fewer than `limit` items while `nextCursor` is not null (it never skips what one side has not shown yet).",
-    "When the cloud cannot be read (unreachable, slow past 30 s, a refused token), the page holds this instance's projects only and `cloud: {reachable: false, reason}` says why: never an error. Cloud projects listed here become callable through this instance: their per-project routes are forwarded to the cloud.",
+    "When the cloud cannot be read (unreachable, slower than 5 s, a refused token), the page holds this instance's projects only and `cloud: {reachable: false, reason}` says why: never an error. Cloud projects listed here become callable through this instance: their per-project routes are forwarded to the cloud.",
     `\`limit\` 1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}; pass \`nextCursor\` as \`cursor\` for the next page.`,
   ].join("\n\n"),
   permission: "project:list",
