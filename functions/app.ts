@@ -18,6 +18,7 @@ import { DEFAULT_GIT_HOSTS } from "../shared/git/hosts";
 import { validationHook } from "../shared/http/validation";
 import { mountDocs } from "./docs";
 import { gitHooksRouter } from "./git-hooks";
+import { authRouter } from "./auth";
 import { identityRouter } from "./identity";
 import { notificationsRouter } from "./notifications";
 import { projectsRouter } from "./projects";
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps) {
   const routers: Array<OpenAPIHono<AppEnv>> = [
     ...(deps.extraRouters ?? []),
     identityRouter,
+    authRouter,
     settingsRouter,
     projectsRouter,
     deploymentsApiRouter,

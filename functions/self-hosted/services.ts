@@ -24,6 +24,7 @@ import { nodeGunzip } from "../../shared/storage/gunzip-node";
 import { createS3Storage } from "../../shared/storage/s3";
 import type { UploadStorage } from "../../shared/storage/types";
 import { createDeliveryEngine, type DeliveryEngine } from "../notifications/delivery/engine";
+import { selfHostedAuthRouter } from "../auth";
 import { routeRulesRouter } from "../route-rules";
 import { createLocalFolders, localFoldersRouter } from "../local-folders";
 import { cloudRouter, createCloudService, linkFromEnvironment } from "../cloud";
@@ -162,7 +163,7 @@ export async function createNodeServices(
         },
       },
     },
-    extraRouters: [routeRulesRouter, localFoldersRouter, cloudRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
+    extraRouters: [selfHostedAuthRouter, routeRulesRouter, localFoldersRouter, cloudRouter, ...(uploads.kind === "relay" ? [relayRouter(uploads)] : [])],
     engine,
     edge,
     runner,

@@ -2,7 +2,8 @@
  * Resolves a bearer token to a caller in one query: the token, its user, and the
  * user's membership in the active organization (the header's, else the default).
  * A deployment-session token is pinned to its project's organization: a header
- * naming another organization is refused like a non-member's.
+ * naming another organization is refused like a non-member's. A session
+ * cookie (authenticateSession) resolves the same way, without scopes.
  */
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { apiTokens, memberships, type TokenKind, users } from "../db/schema";
@@ -11,6 +12,7 @@ import { preparedStatement } from "../db/prepared";
 import type { Db } from "../db/types";
 import type { Caller } from "../http/context";
 import { effectiveTags } from "./permissions";
+import { findSessionForAuth, sessionIsLive, touchSession } from "./session-store";
 import { hashToken } from "./tokens";
 
 export type AuthResult = { ok: true; caller: Caller } | { ok: false; reason: "invalid" | "not_member" };
@@ -71,6 +73,34 @@ export async function authenticate(db: Db, token: string, orgHeader: string | un
       role: row.role,
       tags: row.role ? effectiveTags(row.role, row.scopes) : [],
       ...(session ? { session: { kind: row.kind as Exclude<TokenKind, "personal">, projectId: row.projectId! } } : {}),
+    },
+  };
+}
+
+export type SessionAuthResult = { ok: true; caller: Caller; sessionId: string } | { ok: false; reason: "invalid" | "not_member" };
+
+/**
+ * Resolves a session cookie to a caller: like a personal token of the user without
+ * scopes (every tag of the user's role in the active organization, read on every
+ * request, so a demotion or removal holds at once). Not cached: the lookup is one
+ * query, and last-seen is written at most once a minute.
+ */
+export async function authenticateSession(db: Db, secret: string, orgHeader: string | undefined, now: Date): Promise<SessionAuthResult> {
+  const row = await findSessionForAuth(db, secret, orgHeader);
+  if (!row || !sessionIsLive(row, now)) return { ok: false, reason: "invalid" };
+  if (orgHeader && !row.memberOrg) return { ok: false, reason: "not_member" };
+  await touchSession(db, row, now);
+  return {
+    ok: true,
+    sessionId: row.sessionId,
+    caller: {
+      userId: row.userId,
+      // A session opened with a token stands for that token (tokens minted through it never outlive it); otherwise the session itself.
+      tokenId: row.tokenId ?? row.sessionId,
+      scopes: null,
+      orgId: row.memberOrg,
+      role: row.role,
+      tags: row.role ? effectiveTags(row.role, null) : [],
     },
   };
 }

@@ -1,13 +1,17 @@
 /**
  * Authentication and authorization, declared per route. Every route states its
  * access: a permission tag, `authenticated` (any valid token) or `public`
- * (a token is optional; a bad one is still 401).
+ * (a token is optional; a bad one is still 401; the session cookie is ignored).
+ * The caller comes from a bearer token or, without one, from the console's
+ * session cookie (shared/auth/session.ts), which must pass the same-origin check
+ * on state-changing methods.
  */
 import { and, eq } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { deployments } from "../db/schema";
-import { authenticate } from "../auth/authenticate";
+import { authenticate, authenticateSession, type AuthResult } from "../auth/authenticate";
 import { holdsPersonalTag, type Tag } from "../auth/permissions";
+import { clearingCookieHeader, markSessionCaller, readSessionCookie, sameOriginOrSafe } from "../auth/session";
 import { LOG_STREAM_TOKEN_PREFIX } from "../auth/tokens";
 import type { AppEnv } from "./context";
 import { ApiError } from "./errors";
@@ -59,6 +63,40 @@ async function sessionMayRead(
   return row?.projectId === projectId;
 }
 
+type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
+
+async function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | undefined, orgId: string | undefined): Promise<AuthResult> {
+  const match = header ? BEARER.exec(header) : queryToken !== undefined ? BEARER.exec(`Bearer ${queryToken}`) : null;
+  if (queryToken !== undefined && !queryToken.startsWith(LOG_STREAM_TOKEN_PREFIX)) {
+    throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
+  }
+  if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
+  return authenticate(c.get("db"), match[1]!, orgId, c.get("clock")(), c.get("authCache"));
+}
+
+/**
+ * The session cookie's caller. A state-changing request must come from this app's
+ * own origin (CSRF), checked before the session is even looked up; an ended or
+ * expired session is 401 and its cookie is cleared.
+ */
+async function cookieCaller(c: Ctx, cookie: string, orgId: string | undefined): Promise<AuthResult> {
+  if (!sameOriginOrSafe(c.req.method, c.req.header("origin"), c.req.url, c.get("config").publicUrl)) {
+    throw new ApiError(
+      "forbidden",
+      "A state-changing request signed in by the session cookie must come from this app's own pages (its Origin header is missing or foreign); other clients use a bearer token",
+    );
+  }
+  const result = await authenticateSession(c.get("db"), cookie, orgId, c.get("clock")());
+  if (result.ok) {
+    markSessionCaller(result.caller, result.sessionId);
+    return result;
+  }
+  if (result.reason === "invalid") {
+    throw new ApiError("unauthorized", "The session has ended or expired; sign in again", {}, { "set-cookie": clearingCookieHeader(c.req.url) });
+  }
+  return result;
+}
+
 /**
  * `forward`: a per-project route that the cloud link may forward (see CloudService):
  * once the caller holds the permission here, a project living in the linked cloud
@@ -67,18 +105,17 @@ async function sessionMayRead(
 export function guard(access: Access, forward?: { bodyLimit: number }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
+    // Public routes ignore the session cookie: a stale one must not keep anyone from signing in.
     if (access === "public" && !header) return next();
     const route = `${c.req.method} ${c.req.routePath}`;
     const queryToken = !header && STREAM_ROUTES.has(route) ? c.req.query("token") : undefined;
-    const match = header ? BEARER.exec(header) : queryToken !== undefined ? BEARER.exec(`Bearer ${queryToken}`) : null;
-    if (queryToken !== undefined && !queryToken.startsWith(LOG_STREAM_TOKEN_PREFIX)) {
-      throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
-    }
-    if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
+    // A bearer token (header, or the stream route's query) wins over the cookie.
+    const cookie = !header && queryToken === undefined ? readSessionCookie(c) : undefined;
     // Routes under /api/orgs/:orgId act on the organization in the path.
-    const orgId = c.req.param("orgId") ?? c.req.header("x-organization-id");
+    const orgParam = c.req.param("orgId") ?? c.req.header("x-organization-id");
     // An id Postgres cannot store names no organization: ask for one that cannot exist.
-    const result = await authenticate(c.get("db"), match[1]!, orgId && isUnsafeText(orgId) ? "-" : orgId, c.get("clock")(), c.get("authCache"));
+    const orgId = orgParam && isUnsafeText(orgParam) ? "-" : orgParam;
+    const result = cookie !== undefined ? await cookieCaller(c, cookie, orgId) : await tokenCaller(c, header, queryToken, orgId);
     if (!result.ok) {
       if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");

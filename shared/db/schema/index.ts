@@ -15,3 +15,4 @@ export * from "./git";
 export * from "./logs";
 export * from "./edge";
 export * from "./cloud";
+export * from "./sessions";
