@@ -21,6 +21,19 @@ export const SessionSchema = z
 
 export const SignedInSchema = z.object({ user: UserSchema, session: SessionSchema }).openapi("SignedIn");
 
+/** The 200 of a sign-in: the body and the cookie. */
+export const signedInResponse = {
+  description: "Signed in; the session cookie is set",
+  content: { "application/json": { schema: SignedInSchema } },
+  headers: {
+    "Set-Cookie": {
+      description:
+        "`__Host-wsp_session=<opaque id>; Max-Age=…; Path=/; HttpOnly; Secure; SameSite=Lax` (`wsp_session` without `Secure` when the request came to plain-HTTP 127.0.0.1, localhost or [::1])",
+      schema: { type: "string" as const },
+    },
+  },
+} as const;
+
 export function sessionView(row: SessionRow, currentId: string | undefined): z.infer<typeof SessionSchema> {
   const idle = new Date(row.lastSeenAt.getTime() + SESSION_IDLE_MS);
   return {

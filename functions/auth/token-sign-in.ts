@@ -8,9 +8,9 @@
 import { z } from "@hono/zod-openapi";
 import { hashToken, TOKEN_PREFIX } from "../../shared/auth/tokens";
 import { badRequest } from "../../shared/http/errors";
-import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { defineRoute, jsonRequest } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
-import { SignedInSchema } from "./schema";
+import { signedInResponse } from "./schema";
 import { signIn } from "./sign-in";
 import { tokenByHash } from "./store";
 
@@ -23,7 +23,7 @@ const route = defineRoute({
     "Self-hosted only. The token is checked once and not kept in the cookie: the session (cookie as for POST /api/auth/verify) ends when the token is revoked or expires, and at the latest 7 days after sign-in. An invalid, expired or revoked token, or one with `scopes`, is 400 naming `token`.",
   permission: "public",
   request: { body: jsonRequest(z.strictObject({ token: z.string().max(512).openapi({ description: "A personal access token (`wsp_…`) without scopes" }) })) },
-  responses: { 200: jsonResponse(SignedInSchema, "Signed in; the cookie is set") },
+  responses: { 200: signedInResponse },
 });
 
 export const tokenSignInRouter = createRouter().openapi(route, async (c) => {

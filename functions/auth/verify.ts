@@ -6,11 +6,11 @@
  */
 import { z } from "@hono/zod-openapi";
 import { badRequest } from "../../shared/http/errors";
-import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { defineRoute, jsonRequest } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
 import { CODE_DIGITS, CODE_MAX_ATTEMPTS } from "./limits";
 import { EmailSchema, hashCode } from "./login";
-import { SignedInSchema } from "./schema";
+import { signedInResponse } from "./schema";
 import { signIn } from "./sign-in";
 import { consumeCode, takeTry } from "./store";
 
@@ -32,7 +32,7 @@ const route = defineRoute({
       }),
     ),
   },
-  responses: { 200: jsonResponse(SignedInSchema, "Signed in; the cookie is set") },
+  responses: { 200: signedInResponse },
 });
 
 const wrongCode = () =>

@@ -75,6 +75,18 @@ describe("sign-in by code", () => {
     await expectProblem(await h.request("/api/auth/verify", { json: { email: t.email, code } }), 400, "code");
   });
 
+  it.runIf(h.realConcurrency)("counts concurrent tries exactly, and a code signs in once however many race", async () => {
+    const t = await seedTenant(h);
+    await expectStatus(await h.request("/api/auth/login", { json: { email: t.email } }), 202);
+    const code = await codeFor(env, t.email);
+    const wrong = code === "123456" ? "654321" : "123456";
+    const guesses = await Promise.all(Array.from({ length: 4 }, () => h.request("/api/auth/verify", { json: { email: t.email, code: wrong } })));
+    expect(guesses.map((r) => r.status)).toEqual([400, 400, 400, 400]);
+    // One try left: of several right answers racing, exactly one opens a session.
+    const rights = await Promise.all(Array.from({ length: 6 }, () => h.request("/api/auth/verify", { json: { email: t.email, code } })));
+    expect(rights.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
+  });
+
   it("refuses an expired code", async () => {
     const t = await seedTenant(h);
     await expectStatus(await h.request("/api/auth/login", { json: { email: t.email } }), 202);
