@@ -167,10 +167,16 @@ describe("permissions", () => {
     });
   });
 
-  it("every role holds token:manage; a token scoped without it gets 403 on every token route", async () => {
+  it("every role holds token:manage; a token scoped without it gets 403 on every token and session route", async () => {
     const t = await seedTenant(h);
     const ops = (await operations()).filter((op) => op.permission === "token:manage");
-    expect(ops.map((op) => `${op.method} ${op.path}`).sort()).toEqual(["delete /api/tokens/{id}", "get /api/tokens", "post /api/tokens"]);
+    expect(ops.map((op) => `${op.method} ${op.path}`).sort()).toEqual([
+      "delete /api/auth/sessions/{id}",
+      "delete /api/tokens/{id}",
+      "get /api/auth/sessions",
+      "get /api/tokens",
+      "post /api/tokens",
+    ]);
     for (const role of ["owner", "admin", "member", "viewer"] as const) {
       expect(ROLE_TAGS[role], role).toContain("token:manage");
       const m = role === "owner" ? t : await seedMember(h, t.orgId, role);
