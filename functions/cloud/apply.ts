@@ -68,15 +68,16 @@ export async function createTarget(side: Side, bundle: ProjectExport, startedAt:
 
 async function findCreatedSince(side: Side, name: string, since: Date): Promise<string | undefined> {
   let cursor: string | null = null;
+  let newest: string | undefined;
   do {
     const query: string = `api/projects?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
     const page: { items: Project[]; nextCursor: string | null } = await side.call("GET", query);
-    // A second of slack for clocks; the newest match is the one this transfer made.
+    // A second of slack for clocks; the list is oldest first, so the last match over all pages is the newest: the one this transfer made.
     const match = page.items.filter((p) => p.name === name && Date.parse(p.createdAt) >= since.getTime() - 1000).pop();
-    if (match && page.nextCursor === null) return match.id;
+    if (match) newest = match.id;
     cursor = page.nextCursor;
   } while (cursor);
-  return undefined;
+  return newest;
 }
 
 /**
@@ -92,14 +93,24 @@ export async function applyDomains(side: Side, target: string, bundle: ProjectEx
   for (const d of current.items) if (!wanted.has(d.hostname)) await side.call("DELETE", `${base}/domains/${encodeURIComponent(d.hostname)}`);
 }
 
-/** Every step after domains, in order. `sessionId`: the uploaded tarball for an upload project. */
+/** The push hook an auto-deploy step created on the target (its secret is shown only then). */
+export interface CreatedPushHook {
+  url: string;
+  secret: string;
+}
+
+/**
+ * Every step after domains, in order. `tarball`: an upload project's latest, sent
+ * through the side's folder-upload flow. Answers the push hook the auto-deploy
+ * step created, if it created one.
+ */
 export async function applyRest(
   side: Side,
   target: string,
   bundle: ProjectExport,
   tarball: Uint8Array<ArrayBuffer> | undefined,
   hooks: ApplyHooks,
-): Promise<void> {
+): Promise<{ pushHook: CreatedPushHook | null }> {
   const base = `api/projects/${target}`;
   const git = gitFields(bundle);
 
@@ -140,10 +151,17 @@ export async function applyRest(
   await side.call("PATCH", `${base}/clone-token`, { token: bundle.cloneToken });
 
   await hooks.step("auto-deploy");
-  if (bundle.git) await side.call("POST", `${base}/auto-deploy`, { enabled: bundle.git.autoDeploy });
+  let pushHook: CreatedPushHook | null = null;
+  if (bundle.git) {
+    const answer = await side.call<{ webhookUrl: string | null; webhookSecret: string | null }>("POST", `${base}/auto-deploy`, {
+      enabled: bundle.git.autoDeploy,
+    });
+    if (answer?.webhookUrl && answer.webhookSecret) pushHook = { url: answer.webhookUrl, secret: answer.webhookSecret };
+  }
 
   await hooks.step("state");
   await side.call("POST", `${base}/${bundle.disabled ? "disable" : "enable"}`);
+  return { pushHook };
 }
 
 /** The environment's variables become exactly the bundle's: upserts of every one, deletes of the others. */

@@ -107,8 +107,14 @@ export function selfSide(c: Context<AppEnv>): Side {
         body: json === undefined ? undefined : JSON.stringify(json),
       });
       const text = await readBodyText(res, MAX_CLOUD_ANSWER_BYTES);
-      const body = text === "" ? undefined : JSON.parse(text);
-      if (!res.ok) throw new SideRefused("self-hosted", res.status, body);
+      let body: unknown;
+      try {
+        body = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        // Not JSON (a body limit's plain answer): the status says enough.
+        body = undefined;
+      }
+      if (!res.ok) throw new SideRefused("self-hosted", res.status, body as { detail?: string; field?: string } | undefined);
       return body as T;
     },
   };

@@ -4,7 +4,7 @@
  * project never run at once while a run whose process died can be resumed; and
  * the two switches that move a project's home (both one transaction).
  */
-import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, isNull, lt, ne, or, sql } from "drizzle-orm";
 import { cloudProjects, projects, projectTransfers, type TRANSFER_DIRECTIONS } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
@@ -14,6 +14,8 @@ export type Direction = (typeof TRANSFER_DIRECTIONS)[number];
 
 /** A running transfer not heard from for this long is taken to have died, and may be resumed. */
 export const TRANSFER_LEASE_MS = 2 * 60_000;
+/** How often a live run renews its lease (well inside it). */
+export const TRANSFER_HEARTBEAT_MS = 20_000;
 
 /**
  * Takes the transfer of `sourceId` for this run: a new row, a finished or failed
@@ -42,6 +44,33 @@ export async function claimTransfer(db: Db, orgId: string, direction: Direction,
 
 export async function recordStep(db: Executor, id: string, step: string, now: Date): Promise<void> {
   await db.update(projectTransfers).set({ step, updatedAt: now }).where(eq(projectTransfers.id, id));
+}
+
+/** Whether a live transfer in the other direction has any of `ids` as its source or target (the same project, by either side's id). */
+export async function otherDirectionRunning(db: Executor, orgId: string, direction: Direction, ids: string[], now: Date): Promise<boolean> {
+  const stale = new Date(now.getTime() - TRANSFER_LEASE_MS);
+  const [row] = await db
+    .select({ id: projectTransfers.id })
+    .from(projectTransfers)
+    .where(
+      and(
+        eq(projectTransfers.orgId, orgId),
+        ne(projectTransfers.direction, direction),
+        eq(projectTransfers.state, "running"),
+        gte(projectTransfers.updatedAt, stale),
+        or(inArray(projectTransfers.sourceId, ids), inArray(projectTransfers.targetId, ids)),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
+}
+
+/** Renews a running transfer's lease. */
+export async function touchTransfer(db: Executor, id: string, now: Date): Promise<void> {
+  await db
+    .update(projectTransfers)
+    .set({ updatedAt: now })
+    .where(and(eq(projectTransfers.id, id), eq(projectTransfers.state, "running")));
 }
 
 export async function recordTarget(db: Executor, id: string, targetId: string | null, now: Date): Promise<void> {
@@ -74,6 +103,15 @@ export async function localCopyOf(db: Executor, orgId: string, cloudId: string):
   return row?.id;
 }
 
+/** `projectId` when it is still one of the organization's projects here (shown or a stub). */
+export async function existingLocal(db: Executor, orgId: string, projectId: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: projects.id })
+    .from(projects)
+    .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
+  return row?.id;
+}
+
 /**
  * to-cloud's last step: the local project becomes a stub of `cloudId` (hidden here,
  * its per-project routes forwarded, disabled so the edge and runner let it go),
@@ -83,7 +121,14 @@ export async function moveToCloud(db: Db, orgId: string, projectId: string, clou
   await db.transaction(async (tx) => {
     await tx
       .update(projects)
-      .set({ movedToCloud: cloudId, disabledAt: sql`COALESCE(${projects.disabledAt}, ${now.toISOString()}::timestamptz)`, updatedAt: now })
+      // Disabled as POST /disable leaves a project (routing offline): the edge and the runner go by these columns, not by movedToCloud.
+      .set({
+        movedToCloud: cloudId,
+        disabledAt: sql`COALESCE(${projects.disabledAt}, ${now.toISOString()}::timestamptz)`,
+        routingState: "offline",
+        routingLastAttemptAt: now,
+        updatedAt: now,
+      })
       .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
     await tx
       .insert(cloudProjects)
