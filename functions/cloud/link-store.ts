@@ -60,7 +60,7 @@ export async function rememberCloudProjects(db: Executor, orgId: string, seen: A
   await db
     .insert(cloudProjects)
     .values(seen.map((p) => ({ id: p.id, orgId, name: p.name, seenAt: now })))
-    .onConflictDoUpdate({ target: cloudProjects.id, set: { name: sql`excluded.name`, seenAt: now }, where: eq(cloudProjects.orgId, orgId) });
+    .onConflictDoUpdate({ target: [cloudProjects.orgId, cloudProjects.id], set: { name: sql`excluded.name`, seenAt: now } });
 }
 
 /** Ids of the organization's cloud projects brought back to this instance (hidden from the cloud half of the home feed). */

@@ -89,12 +89,17 @@ export function cloudSide(link: CloudLinkCredentials): Side {
 
 /** This instance, called in-process with the transfer caller's Authorization and organization. */
 export function selfSide(c: Context<AppEnv>): Side {
-  const auth = c.req.header("authorization")!;
-  const org = c.req.header("x-organization-id");
+  // The caller's own credential: a bearer token, or the console's session cookie with the Origin that passed the same-origin check.
+  const credentials: Record<string, string> = {};
+  for (const name of ["authorization", "cookie", "origin"]) {
+    const value = c.req.header(name);
+    if (value !== undefined) credentials[name] = value;
+  }
+  const org = c.get("caller")?.orgId;
   const origin = new URL(c.req.url).origin;
   const request = (path: string, init: RequestInit) => {
     const headers = new Headers(init.headers);
-    headers.set("authorization", auth);
+    for (const [name, value] of Object.entries(credentials)) headers.set(name, value);
     if (org) headers.set("x-organization-id", org);
     return c.get("dispatch")(new Request(`${origin}/${path.replace(/^\//, "")}`, { ...init, headers }));
   };

@@ -134,9 +134,8 @@ export async function moveToCloud(db: Db, orgId: string, projectId: string, clou
       .insert(cloudProjects)
       .values({ id: cloudId, orgId, name, localProjectId: projectId, seenAt: now })
       .onConflictDoUpdate({
-        target: cloudProjects.id,
+        target: [cloudProjects.orgId, cloudProjects.id],
         set: { localProjectId: projectId, returnedAt: null, name, seenAt: now },
-        where: eq(cloudProjects.orgId, orgId),
       });
   });
 }
@@ -162,5 +161,5 @@ export async function markReturned(db: Executor, orgId: string, cloudId: string,
   await db
     .insert(cloudProjects)
     .values({ id: cloudId, orgId, name, localProjectId, returnedAt: now, seenAt: now })
-    .onConflictDoUpdate({ target: cloudProjects.id, set: { localProjectId, returnedAt: now, name, seenAt: now }, where: eq(cloudProjects.orgId, orgId) });
+    .onConflictDoUpdate({ target: [cloudProjects.orgId, cloudProjects.id], set: { localProjectId, returnedAt: now, name, seenAt: now } });
 }

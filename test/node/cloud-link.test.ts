@@ -489,10 +489,8 @@ describe("forwarding a cloud project's per-project routes", () => {
     await expectBody(await sh.request(`/api/projects/${project.id}`, { token: shOwner.token, org: shOwner.orgId }), 200, ProjectSchema);
   });
 
-  // Known gap: cloud_projects is keyed by the cloud id alone, so the second organization's home feed lists the
-  // project (rememberCloudProjects' upsert is skipped for another org) but its calls stay local and answer 404.
-  // A key of (org_id, id) fixes it; then make this an ordinary `it`.
-  it.fails("two instance organizations linked to one cloud organization both reach its project", async () => {
+  // cloud_projects is keyed by (org_id, id): each organization records the cloud ids it has seen.
+  it("two instance organizations linked to one cloud organization both reach its project", async () => {
     const { shOwner, cloudOwner, project } = await listedCloudProject();
     const second = await seedTenant(sh);
     await linkInstance(sh, second, cloud, cloudOwner);

@@ -30,6 +30,7 @@ import { folderClient, NEXT_APP } from "../support/folder-client";
 import { dumpAllTables, expectBody, expectProblem, expectStatus, type Member, seedMember, seedTenant } from "../support/harness";
 import { projectHelpers } from "../support/projects";
 import { tgz } from "../support/tar-fixtures";
+import { sessionCookieOf, withCookie } from "../suites/auth/session-client";
 
 let sh: Awaited<ReturnType<typeof openHookedInstance>>;
 beforeAll(async () => {
@@ -422,6 +423,26 @@ describe("who may transfer, where, and how many at once", () => {
     const lone = await seedTenant(sh);
     const q = await projectHelpers(sh).create(lone);
     await expectProblem(await transfer(sh, lone, q.id, "to-cloud"), 409);
+  }, 60_000);
+
+  it("the console's session cookie transfers too: this instance's writes carry the cookie and its Origin", async () => {
+    const { shOwner } = await linkedPair(sh, cloud);
+    const p = await projectHelpers(sh).create(shOwner);
+    const signIn = await sh.request("/api/auth/token", { json: { token: shOwner.token } });
+    await expectStatus(signIn, 200);
+    const cookie = sessionCookieOf(signIn);
+    const there = await expectStatus<{ projectId: string }>(
+      await sh.request(`/api/projects/${p.id}/transfer/to-cloud`, withCookie(cookie, { method: "POST", org: shOwner.orgId })),
+      200,
+    );
+    // Back again: every write here (create steps on this instance) is made with the cookie.
+    const back = await expectStatus<{ projectId: string }>(
+      await sh.request(`/api/projects/${there.projectId}/transfer/to-self-hosted`, withCookie(cookie, { method: "POST", org: shOwner.orgId })),
+      200,
+    );
+    expect(back.projectId).toBe(p.id);
+    // Without the same-origin header, a cookie cannot start one (CSRF).
+    await expectProblem(await sh.request(`/api/projects/${p.id}/transfer/to-cloud`, withCookie(cookie, { method: "POST", org: shOwner.orgId, origin: null })), 403);
   }, 60_000);
 
   it("a second transfer of the same project while one runs is 409", async () => {

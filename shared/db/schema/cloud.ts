@@ -4,7 +4,7 @@
  * without asking the cloud), and transfers in progress (so an interrupted one
  * resumes without duplicates).
  */
-import { index, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, ts } from "./columns";
 import { organizations, users } from "./identity";
 
@@ -33,12 +33,13 @@ export const cloudLinks = pgTable("cloud_links", {
 /**
  * A cloud project this instance has seen (in the home feed or by a transfer).
  * Per-project routes called with its id are forwarded to the cloud; `returnedAt`
- * marks one brought back here (its calls then stay local).
+ * marks one brought back here (its calls then stay local). Keyed per organization:
+ * two organizations of the instance may link to the same cloud organization.
  */
 export const cloudProjects = pgTable(
   "cloud_projects",
   {
-    id: text("id").primaryKey(),
+    id: text("id").notNull(),
     orgId: text("org_id")
       .notNull()
       .references(() => organizations.id, { onDelete: "cascade" }),
@@ -48,7 +49,7 @@ export const cloudProjects = pgTable(
     returnedAt: ts("returned_at"),
     seenAt: ts("seen_at").notNull().defaultNow(),
   },
-  (t) => [index("cloud_projects_org_idx").on(t.orgId, t.id)],
+  (t) => [primaryKey({ columns: [t.orgId, t.id] })],
 );
 
 /** The last transfer of a project in one direction: its step, so a run again resumes (all steps are idempotent). */
