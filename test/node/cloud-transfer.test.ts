@@ -442,7 +442,10 @@ describe("who may transfer, where, and how many at once", () => {
     );
     expect(back.projectId).toBe(p.id);
     // Without the same-origin header, a cookie cannot start one (CSRF).
-    await expectProblem(await sh.request(`/api/projects/${p.id}/transfer/to-cloud`, withCookie(cookie, { method: "POST", org: shOwner.orgId, origin: null })), 403);
+    await expectProblem(
+      await sh.request(`/api/projects/${p.id}/transfer/to-cloud`, withCookie(cookie, { method: "POST", org: shOwner.orgId, origin: null })),
+      403,
+    );
   }, 60_000);
 
   it("a second transfer of the same project while one runs is 409", async () => {
