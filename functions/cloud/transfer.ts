@@ -19,7 +19,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../shared/http/context";
 import { describeError } from "../../shared/http/error-log";
-import { ApiError } from "../../shared/http/errors";
+import { ApiError, notFound } from "../../shared/http/errors";
 import { readBodyBytes } from "../../shared/http/json-body";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
@@ -292,7 +292,8 @@ async function transferToSelfHosted(c: Context<AppEnv>, id: string) {
   const db = c.get("db");
   const { orgId } = callerOf(c);
   const cloudId = await cloudTargetOf(db, orgId, id);
-  if (!cloudId) throw new ApiError("not_found", "No cloud project with this id is known here (list it with GET /api/projects/home first)");
+  // The usual 404, as for any unknown project (a cloud project becomes known here once GET /api/projects/home lists it).
+  if (!cloudId) throw notFound("Project");
   const copy = await localCopyOf(db, orgId, cloudId);
   const { run, cloud, release } = await begin(c, "to-self-hosted", cloudId, copy ? [cloudId, copy] : [cloudId]);
   const self = selfSide(c);

@@ -53,10 +53,12 @@ const VALID: Record<string, { body?: unknown; query?: string }> = {
   "post /api/projects/{id}/route-rules": { body: { kind: "ban", cidr: "203.0.113.1" } },
   "patch /api/projects/{id}/route-rules/{ruleId}": { body: { enabled: false } },
   "delete /api/projects/{id}/route-rules/{ruleId}": {},
+  "post /api/projects/{id}/transfer/to-cloud": {},
+  "post /api/projects/{id}/transfer/to-self-hosted": {},
 };
 
 /** Routes only the self-hosted adapter mounts (on the Worker they are unknown routes). */
-const SELF_HOSTED_ONLY = new Set(Object.keys(VALID).filter((op) => op.includes("/route-rules")));
+const SELF_HOSTED_ONLY = new Set(Object.keys(VALID).filter((op) => op.includes("/route-rules") || op.includes("/transfer/")));
 
 const METHODS = ["get", "put", "post", "patch", "delete"] as const;
 
