@@ -14,6 +14,7 @@ import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
 import type { NodeConfig } from "./config";
 import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
+import { mountConsole } from "./console";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
 
@@ -61,6 +62,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
     const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+    // The web console at `/` (the Worker serves the same folder as static assets).
+    mountConsole(app);
     // One listener: requests for the apps' hostnames go to the edge, everything else to the API.
     http.serve(app.fetch, node.edge);
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
