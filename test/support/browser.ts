@@ -9,9 +9,11 @@
  * and the page's own errors (uncaught exceptions, console errors, CSP violations)
  * collected so a test can assert there were none.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
+import { type AddressInfo, createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -21,7 +23,7 @@ import { type RunningServer, startSelfHosted } from "../../functions/self-hosted
 import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
 import { type FreshDatabase, freshDatabase } from "./fresh-database";
 import type { Harness } from "./harness";
-import { type SmtpReceiver, startSmtpReceiver } from "./receivers";
+import { type HttpReceiver, type SmtpReceiver, startHttpReceiver, startSmtpReceiver } from "./receivers";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -86,6 +88,118 @@ export async function startConsoleServer(prefix: string, env: Record<string, str
   } catch (e) {
     await close();
     throw e;
+  }
+}
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const WORKER_READY_MS = 60_000;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+export interface ConsoleWorker {
+  url: string;
+  /** The HTTP e-mail API the Worker mails sign-in codes through (EMAIL_API_URL). */
+  email: HttpReceiver;
+  harness: Harness;
+  /** What wrangler printed (capped), for a failure's message. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+/**
+ * The Worker under `wrangler dev` (as `npm run dev:worker` runs it: the console from wrangler.toml's
+ * `[assets]`, the API from the Worker), on a fresh Postgres database through the run's Neon
+ * WebSocket proxy, with e-mail through an HTTP e-mail API that is a test receiver.
+ */
+export async function startConsoleWorker(prefix: string): Promise<ConsoleWorker> {
+  const pgUrl = inject("pgUrl");
+  const wsProxyUrl = inject("wsProxyUrl");
+  if (!pgUrl || !wsProxyUrl) throw new Error("The Worker console tests need Postgres at 127.0.0.1:5432 and the run's WebSocket proxy");
+  const email = await startHttpReceiver([], { status: 200, headers: { "content-type": "application/json" }, body: '{"id":"test"}' });
+  const persist = mkdtempSync(join(tmpdir(), `${prefix}-wrangler-`));
+  let db: FreshDatabase | undefined;
+  let database: PostgresDatabase | undefined;
+  let child: ReturnType<typeof spawn> | undefined;
+  let output = "";
+  const close = async () => {
+    if (child?.pid && child.exitCode === null) {
+      const exited = new Promise<void>((r) => child!.once("exit", () => r()));
+      // wrangler starts workerd beside it: end the whole process group it leads.
+      process.kill(-child.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+      if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+    }
+    await database?.close();
+    await db?.drop();
+    await email.close();
+    rmSync(persist, { recursive: true, force: true });
+  };
+  try {
+    db = await freshDatabase(pgUrl, prefix, { migrate: true });
+    const port = await freePort();
+    const vars: Record<string, string> = {
+      DATABASE_URL: db.url,
+      NEON_WS_PROXY: wsProxyUrl,
+      SECRET_KEYS: TEST_SECRET_KEYS,
+      EMAIL_API_KEY: "test-key",
+      EMAIL_API_URL: `${email.origin}/emails`,
+      EMAIL_FROM: "Workspace <sign-in@workspace.test>",
+      OUTBOUND_ALLOW_PRIVATE: "true",
+    };
+    const wrangler = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+    const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", persist];
+    args.push("--show-interactive-dev-session=false", "--live-reload=false");
+    for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
+    child = spawn(process.execPath, [wrangler, ...args], {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", CI: "true" },
+    });
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString("utf8")).slice(-20_000);
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    const url = `http://127.0.0.1:${port}`;
+    // Ready when the API answers through the Worker (an unauthenticated 401) and the console through the assets.
+    const deadline = Date.now() + WORKER_READY_MS;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+      const status = await fetch(`${url}/api/me`).then(
+        (r) => r.status,
+        () => 0,
+      );
+      if (status === 401) break;
+      if (Date.now() > deadline) throw new Error(`wrangler dev did not answer within ${WORKER_READY_MS} ms:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    database = await openPostgres(db.url, { migrate: false, max: 2 });
+    return { url, email, harness: { db: database.db } as Harness, output: () => output, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** The sign-in code last sent to `email` through the HTTP e-mail API receiver. */
+export async function codeFromEmailApi(receiver: HttpReceiver, email: string, after = 0, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const sent = receiver.recorder.hits
+      .slice(after)
+      .map((h) => JSON.parse(h.body) as { to: string | string[]; subject: string })
+      .findLast((m) => [m.to].flat().includes(email));
+    const code = sent && /Sign-in code: ([0-9]{6})/.exec(sent.subject)?.[1];
+    if (code) return code;
+    if (Date.now() > deadline) throw new Error(`No sign-in code sent to ${email} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
