@@ -187,6 +187,16 @@ describe("sign-in", () => {
     expect(errors).toEqual([]);
   });
 
+  it("forgets a remembered organization the user no longer belongs to", async () => {
+    const { page, errors } = await freshPage();
+    await page.goto("/#/sign-in");
+    await page.evaluate(() => localStorage.setItem("wsp.organizationId", "org_gone"));
+    await signInByToken(page, owner);
+    expect(await page.getByLabel("Organization", { exact: true }).inputValue()).toBe(owner.orgId);
+    expect(await page.evaluate(() => localStorage.getItem("wsp.organizationId"))).toBeNull();
+    expect(errors).toEqual([]);
+  });
+
   it("shows a refused token at the token field", async () => {
     const { page } = await freshPage();
     await page.goto("/#/sign-in");
@@ -380,5 +390,29 @@ describe("figures", () => {
     console.log(`console figures: cold ${JSON.stringify(coldFigures)}, warm ${JSON.stringify(warmFigures)}`);
     expect(coldFigures.projectsShownMs).toBeLessThan(1000);
     expect(coldFigures.transferredBytes).toBeLessThan(300 * 1024);
+  });
+});
+
+describe("an instance without e-mail", () => {
+  let bare: ConsoleServer;
+  beforeAll(async () => {
+    bare = await startConsoleServer("console_nomail", { mail: false });
+  }, 60_000);
+  afterAll(() => bare?.close());
+
+  it("says e-mail is not configured and sends the user to the token form", async () => {
+    const context = await newContext(browser, bare.url);
+    contexts.push(context);
+    const page = await context.newPage();
+    await page.goto("/#/sign-in");
+    const token = page.getByLabel("Personal access token", { exact: true });
+    await token.waitFor();
+    await page.getByLabel("E-mail address", { exact: true }).fill("someone@example.test");
+    await page.getByRole("button", { name: "Send code" }).click();
+    const alert = page.locator("form .form-alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/E-mail is not configured on this server.*Use the token form below/);
+    await expect.poll(() => token.evaluate((el) => el === document.activeElement)).toBe(true);
+    await expectAccessible(page, "sign-in-no-mail");
   });
 });

@@ -51,8 +51,11 @@ export interface ConsoleServer {
   close(): Promise<void>;
 }
 
-/** startSelfHosted as `npm start` runs it (runner off: no app is deployed here), mail to a test SMTP receiver. */
-export async function startConsoleServer(prefix: string, env: Record<string, string> = {}): Promise<ConsoleServer> {
+/**
+ * startSelfHosted as `npm start` runs it (runner off: no app is deployed here), mail to a test
+ * SMTP receiver unless `mail` is false (an instance without e-mail, where sign-in is by token).
+ */
+export async function startConsoleServer(prefix: string, opts: { mail?: boolean } = {}): Promise<ConsoleServer> {
   const pgUrl = inject("pgUrl");
   if (!pgUrl) throw new Error("The console browser tests need Postgres at 127.0.0.1:5432 (see TOOLCHAIN.md)");
   const smtp = await startSmtpReceiver();
@@ -78,9 +81,7 @@ export async function startConsoleServer(prefix: string, env: Record<string, str
       LOG_LEVEL: "silent",
       SHARED_DOMAIN: "apps.test",
       RUNNER: "off",
-      SMTP_URL: smtp.url,
-      EMAIL_FROM: "Workspace <sign-in@workspace.test>",
-      ...env,
+      ...(opts.mail === false ? {} : { SMTP_URL: smtp.url, EMAIL_FROM: "Workspace <sign-in@workspace.test>" }),
     });
     server = await startSelfHosted(config, () => {});
     database = await openPostgres(db.url, { migrate: false, max: 2 });
