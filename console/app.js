@@ -124,14 +124,18 @@ async function route() {
   }
   renderShell(who);
   const ctx = contextOf(who);
-  if (page === "projects" && id) await projectPage(main, ctx, decodeURIComponent(id));
-  else if (page === "projects") await projectsPage(main, ctx);
-  else if (page === "settings") comingNextPage(main, "Settings");
-  else if (page === "notifications") comingNextPage(main, "Notifications");
+  // Each page renders into its own element: a slower earlier page that finishes late writes into a detached one.
+  const view = h("div", { class: "view" });
+  main.replaceChildren(view);
+  if (page === "projects" && id) await projectPage(view, ctx, decodeURIComponent(id));
+  else if (page === "projects") await projectsPage(view, ctx);
+  else if (page === "settings") comingNextPage(view, "Settings");
+  else if (page === "notifications") comingNextPage(view, "Notifications");
   else {
     document.title = "Not found · Workspace";
-    main.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));
+    view.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));
   }
+  if (!view.isConnected) return;
   focusMain();
   // For the load-time figures (test/node/console-browser.test.ts): when this page's content was on screen.
   performance.mark(`rendered ${page}`);
