@@ -1,15 +1,17 @@
 // @ts-check
 /**
  * The console's entry: who is signed in (GET /api/me), the shell (organization switcher,
- * sign-out), and a hash router: #/sign-in, #/projects, #/projects/<id>, #/settings,
+ * sign-out), and a hash router: #/sign-in, #/projects, #/projects/<id>, #/projects/<id>/deployments, #/settings,
  * #/notifications. Hash routes keep every page at `/`, so both runtimes serve one file.
  */
 import { activeOrganization, api, ApiError, onSessionEnded, rememberOrganization } from "./api.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
-import { comingNextPage } from "./placeholder.js";
+import { deploymentsPage } from "./deployments.js";
+import { notificationsPage } from "./notifications.js";
 import { projectPage } from "./project.js";
 import { projectsPage } from "./projects.js";
+import { settingsPage } from "./settings.js";
 import { signInPage } from "./sign-in.js";
 
 /**
@@ -98,7 +100,7 @@ async function signOut() {
 }
 
 async function route() {
-  const [, page = "projects", id] = location.hash.replace(/^#/, "").split("/");
+  const [, page = "projects", id, sub] = location.hash.replace(/^#/, "").split("/");
   if (page === "sign-in") {
     header.hidden = true;
     header.replaceChildren();
@@ -127,10 +129,11 @@ async function route() {
   // Each page renders into its own element: a slower earlier page that finishes late writes into a detached one.
   const view = h("div", { class: "view" });
   main.replaceChildren(view);
-  if (page === "projects" && id) await projectPage(view, ctx, decodeURIComponent(id));
+  if (page === "projects" && id && sub === "deployments") await deploymentsPage(view, ctx, decodeURIComponent(id));
+  else if (page === "projects" && id) await projectPage(view, ctx, decodeURIComponent(id));
   else if (page === "projects") await projectsPage(view, ctx);
-  else if (page === "settings") comingNextPage(view, "Settings");
-  else if (page === "notifications") comingNextPage(view, "Notifications");
+  else if (page === "settings") await settingsPage(view, ctx);
+  else if (page === "notifications") await notificationsPage(view, ctx);
   else {
     document.title = "Not found · Workspace";
     view.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));

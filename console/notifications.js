@@ -1,0 +1,8 @@
+// @ts-check
+/** The Notifications page (being built: the API reference covers it until then). */
+import { comingNextPage } from "./placeholder.js";
+
+/** @param {HTMLElement} main @param {import("./app.js").Ctx} _ctx */
+export async function notificationsPage(main, _ctx) {
+  comingNextPage(main, "Notifications");
+}
