@@ -9,6 +9,7 @@ import { h } from "./dom.js";
 import { explain } from "./forms.js";
 import { deploymentsPage } from "./deployments.js";
 import { notificationsPage } from "./notifications.js";
+import { unseenBadge } from "./notifications-badge.js";
 import { projectPage } from "./project.js";
 import { projectsPage } from "./projects.js";
 import { settingsPage } from "./settings.js";
@@ -68,14 +69,20 @@ function renderShell(who) {
     who.organizations.map((o) => h("option", { value: o.id, selected: o.id === who.activeOrganizationId }, `${o.name} (${o.role})`)),
   );
   const current = location.hash.split("/")[1] || "projects";
-  /** @param {string} target @param {string} text */
-  const link = (target, text) => h("a", { href: `#/${target}`, "aria-current": current === target ? "page" : undefined }, text);
+  /** @param {string} target @param {string} text @param {HTMLElement | null} [badge] */
+  const link = (target, text, badge) => h("a", { href: `#/${target}`, "aria-current": current === target ? "page" : undefined }, text, badge);
   header.replaceChildren(
     h("a", { class: "brand", href: "#/projects" }, "Workspace"),
     h(
       "nav",
       { "aria-label": "Console" },
-      h("ul", {}, h("li", {}, link("projects", "Projects")), h("li", {}, link("settings", "Settings")), h("li", {}, link("notifications", "Notifications"))),
+      h(
+        "ul",
+        {},
+        h("li", {}, link("projects", "Projects")),
+        h("li", {}, link("settings", "Settings")),
+        h("li", {}, link("notifications", "Notifications", unseenBadge(who.tags.includes("notifications:read")))),
+      ),
     ),
     h(
       "div",
