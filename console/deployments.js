@@ -1,8 +1,353 @@
 // @ts-check
-/** A project's deployments with live build and runtime logs (being built: the API reference covers it until then). */
-import { comingNextPage } from "./placeholder.js";
+/**
+ * A project's deployments (GET /api/projects/{id}/deployments, newest first), a Deploy
+ * button (POST /api/deployments, project:write: a role without it sees the reason instead),
+ * the chosen deployment's build log followed live until its `end` event, and the project's
+ * runtime logs live (the newest lines first read as a page, then the stream after the last
+ * of them, so nothing is missed or shown twice). Streams stop when the page is left.
+ */
+import { api, ApiError } from "./api.js";
+import { h } from "./dom.js";
+import { clearErrors, explain, field, showProblem } from "./forms.js";
+import { logRegion } from "./deployments-log.js";
+import { followStream } from "./deployments-stream.js";
+import { statusBadge } from "./projects.js";
 
-/** @param {HTMLElement} main @param {import("./app.js").Ctx} _ctx @param {string} _projectId */
-export async function deploymentsPage(main, _ctx, _projectId) {
-  comingNextPage(main, "Deployments");
+/** Deployments a page of the list shows. */
+const PAGE = 20;
+/** Runtime lines read before following the stream. */
+const RUNTIME_BACKLOG = 200;
+
+/**
+ * @typedef {{id: string, projectId: string, environment: string, status: string, current: boolean, source: string,
+ *   gitOwner: string | null, gitRepo: string | null, branch: string | null, commitSha: string | null,
+ *   failureReason: string | null, createdAt: string, finishedAt: string | null, crashedAt: string | null}} Deployment
+ */
+
+/** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
+export async function deploymentsPage(main, ctx, projectId) {
+  document.title = "Deployments · Workspace";
+  const base = `/projects/${encodeURIComponent(projectId)}`;
+  const heading = h("h1", { tabindex: "-1" }, "Deployments");
+  const back = h("p", {}, h("a", { href: `#${base}` }, "← Project"));
+  main.replaceChildren(back, heading, h("p", { role: "status" }, "Loading…"));
+
+  /** Open streams, closed when the page is left (another route replaces this view). */
+  const streams = new Set(/** @type {{close: () => void}[]} */ ([]));
+  const alive = () => main.isConnected;
+  const leave = () => {
+    if (alive()) return;
+    for (const s of streams) s.close();
+    streams.clear();
+    window.removeEventListener("hashchange", onLeave);
+  };
+  // The route renders the next page after hashchange: check once it has.
+  const onLeave = () => setTimeout(leave, 0);
+  window.addEventListener("hashchange", onLeave);
+
+  if (!ctx.can("project:deployment:list")) {
+    main.replaceChildren(
+      back,
+      heading,
+      h("p", { class: "note" }, `Your role (${ctx.role ?? "none"}) in this organization cannot list deployments (it needs project:deployment:list).`),
+    );
+    return;
+  }
+  let project;
+  try {
+    project = await api("GET", base);
+  } catch (e) {
+    const missing = e instanceof ApiError && e.status === 404;
+    heading.textContent = missing ? "Project not found" : "Deployments";
+    main.replaceChildren(back, heading, h("p", { role: "alert" }, missing ? "No project with this id in the selected organization." : explain(e)));
+    return;
+  }
+  document.title = `Deployments of ${project.name} · Workspace`;
+  heading.textContent = `Deployments of ${project.name}`;
+  /** @type {HTMLAnchorElement} */ (back.firstChild).textContent = `← ${project.name}`;
+
+  const build = logRegion({ id: "build-log", title: "Build log", hint: "Times in UTC. Followed live until the build finishes." });
+  build.setStatus("Choose a deployment to see its build log.");
+  const runtime = logRegion({
+    id: "runtime-log",
+    title: "Runtime logs",
+    hint: "The project's apps (stdout, stderr) and the runner's system lines. Times in UTC.",
+  });
+
+  /** @type {{id: string, close: () => void} | null} */
+  let following = null;
+  const history = historySection(base, {
+    onChoose: (d) => chooseBuild(d),
+    isChosen: (id) => following?.id === id,
+  });
+
+  /** Follows `d`'s build log from its first line (the stream starts there) until its end event. @param {Deployment} d */
+  const chooseBuild = (d) => {
+    if (following) {
+      streams.delete(following);
+      following.close();
+    }
+    build.clear();
+    build.heading.textContent = `Build log of ${d.id}`;
+    const stream = followStream(`/deployments/${encodeURIComponent(d.id)}/logs/stream`, {
+      alive,
+      onLines: (lines) => build.append(lines),
+      onState: (state, detail) => build.setStatus(streamState(state, detail, "build log")),
+      onEnd: (end) => {
+        build.setStatus(
+          end.failureReason ? `Build finished: ${end.status}. ${end.failureReason}` : `Build finished: ${end.status}. The stream has ended.`,
+          end.status === "ready" ? "ok" : "error",
+        );
+        // Its row may still show the state it had when the list was read.
+        void history.reload();
+      },
+      onFail: (e) => build.setStatus(`The build log could not be read: ${explain(e)}`, "error"),
+    });
+    following = { id: d.id, close: stream.close };
+    streams.add(following);
+    history.markChosen(d.id);
+  };
+
+  const canDeploy = ctx.can("project:write");
+  const deploy = canDeploy
+    ? await deploySection(base, projectId, async (d) => {
+        await history.reload();
+        chooseBuild(d);
+      })
+    : h(
+        "section",
+        { "aria-labelledby": "deploy-heading" },
+        h("h2", { id: "deploy-heading" }, "Deploy"),
+        h(
+          "p",
+          { class: "note", id: "deploy-read-only" },
+          `You cannot deploy: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can deploy.`,
+        ),
+      );
+  if (!alive()) return;
+  main.replaceChildren(back, heading, deploy, history.element, build.element, runtime.element);
+
+  const first = await history.reload();
+  if (!alive()) return;
+  if (first) chooseBuild(first);
+  if (ctx.can("project:read")) await followRuntime(base, runtime, streams, alive);
+  else runtime.setStatus(`Your role (${ctx.role ?? "none"}) cannot read runtime logs (it needs project:read).`, "error");
+}
+
+/**
+ * @param {import("./deployments-stream.js").StreamState} state
+ * @param {string | undefined} detail
+ * @param {string} what
+ */
+function streamState(state, detail, what) {
+  if (state === "connecting") return `Connecting to the ${what}…`;
+  if (state === "live") return `Following the ${what} live.`;
+  return `Connection lost; reconnecting${detail ? ` (${detail})` : ""}. Lines already shown stay.`;
+}
+
+/**
+ * The newest runtime lines, then the stream after the last of them.
+ * @param {string} base
+ * @param {import("./deployments-log.js").LogRegion} region
+ * @param {Set<{close: () => void}>} streams
+ * @param {() => boolean} alive
+ */
+async function followRuntime(base, region, streams, alive) {
+  region.setStatus("Loading the newest lines…");
+  let lastEventId;
+  try {
+    const page = await api("GET", `${base}/logs?limit=${RUNTIME_BACKLOG}`);
+    region.append(page.items);
+    // No runtime line yet: every one the stream finds after 0 is new.
+    lastEventId = page.items.at(-1)?.id ?? "0";
+  } catch (e) {
+    region.setStatus(`The runtime logs could not be read: ${explain(e)}`, "error");
+    return;
+  }
+  if (!alive()) return;
+  const stream = followStream(`${base}/logs/stream`, {
+    lastEventId,
+    alive,
+    onLines: (lines) => region.append(lines),
+    onState: (state, detail) => region.setStatus(streamState(state, detail, "runtime logs")),
+    onFail: (e) => region.setStatus(`The runtime log stream stopped: ${explain(e)}`, "error"),
+  });
+  streams.add(stream);
+}
+
+/**
+ * The deploy form: an environment (production unless another is chosen) and the button.
+ * @param {string} base
+ * @param {string} projectId
+ * @param {(d: Deployment) => Promise<void>} queued
+ */
+async function deploySection(base, projectId, queued) {
+  const environment = h("select", { name: "environment" });
+  const done = h("p", { role: "status", class: "saved" });
+  const button = h("button", { type: "submit" }, "Deploy");
+  const form = h(
+    "form",
+    { novalidate: true, "aria-labelledby": "deploy-heading" },
+    h("div", { class: "deploy-row" }, field("Environment", environment), button),
+    done,
+  );
+  try {
+    const envs = await api("GET", `${base}/environments?limit=100`);
+    for (const e of envs.items)
+      environment.append(h("option", { value: e.name }, e.kind === "production" ? `${e.name} (production)` : `${e.name} (preview of ${e.branch})`));
+  } catch (e) {
+    environment.append(h("option", { value: "production" }, "production"));
+    showProblem(form, e);
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    done.textContent = "";
+    button.disabled = true;
+    try {
+      /** @type {Deployment} */
+      const d = await api("POST", "/deployments", { projectId, environment: environment.value || undefined });
+      done.textContent = `Queued ${d.id} (${d.environment}); its build log follows below.`;
+      await queued(d);
+    } catch (e) {
+      showProblem(form, e);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h(
+    "section",
+    { "aria-labelledby": "deploy-heading" },
+    h("h2", { id: "deploy-heading" }, "Deploy"),
+    h("p", { class: "sub" }, "Queues a deployment of the project's source: the branch head of a linked repository, or the last uploaded folder."),
+    form,
+  );
+}
+
+/**
+ * The list, newest first, with "Show older" paging; each row's button chooses its build log.
+ * @param {string} base
+ * @param {{onChoose: (d: Deployment) => void, isChosen: (id: string) => boolean}} opts
+ */
+function historySection(base, opts) {
+  const body = h("tbody");
+  const status = h("p", { role: "status", class: "sub" });
+  const more = h("button", { type: "button", class: "secondary" }, "Show older deployments");
+  more.hidden = true;
+  const refresh = h("button", { type: "button", class: "secondary" }, "Refresh");
+  const table = h(
+    "table",
+    { class: "deployments" },
+    h("caption", { class: "visually-hidden" }, "Deployments, newest first"),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Deployment", "Status", "Environment", "Source", "Created", "Finished", "Build log"].map((t) => h("th", { scope: "col" }, t)),
+      ),
+    ),
+    body,
+  );
+  const element = h(
+    "section",
+    { "aria-labelledby": "history-heading" },
+    h("h2", { id: "history-heading" }, "History"),
+    status,
+    // Focusable and named: at phone width it scrolls sideways, and the keyboard must reach that too.
+    h("div", { class: "table-wrap deployments-wrap", tabindex: "0", role: "region", "aria-labelledby": "history-heading" }, table),
+    h("div", { class: "actions" }, more, refresh),
+  );
+  /** @type {string | null} */
+  let cursor = null;
+
+  /** @param {Deployment[]} items */
+  const addRows = (items) => {
+    for (const d of items) body.append(row(d, opts));
+  };
+  /** @param {string | null} from */
+  const load = async (from) => {
+    const query = new URLSearchParams({ limit: String(PAGE) });
+    if (from) query.set("cursor", from);
+    const page = await api("GET", `${base}/deployments?${query}`);
+    cursor = page.nextCursor;
+    more.hidden = !cursor;
+    return /** @type {Deployment[]} */ (page.items);
+  };
+
+  /** Reads the first page again (rows replaced); resolves to the newest deployment. */
+  const reload = async () => {
+    status.textContent = "Loading deployments…";
+    try {
+      const items = await load(null);
+      body.replaceChildren();
+      addRows(items);
+      status.textContent = items.length === 0 ? "No deployments yet." : "";
+      return items[0];
+    } catch (e) {
+      status.textContent = explain(e);
+      return undefined;
+    }
+  };
+  more.addEventListener("click", async () => {
+    try {
+      addRows(await load(cursor));
+    } catch (e) {
+      status.textContent = explain(e);
+    }
+  });
+  refresh.addEventListener("click", () => void reload());
+
+  return {
+    element,
+    reload,
+    /** @param {string} id */
+    markChosen(id) {
+      for (const b of Array.from(body.querySelectorAll("button[data-id]"))) b.setAttribute("aria-pressed", String(b.getAttribute("data-id") === id));
+    },
+  };
+}
+
+/** @param {Deployment} d @param {{onChoose: (d: Deployment) => void, isChosen: (id: string) => boolean}} opts */
+function row(d, opts) {
+  const when = (/** @type {string | null} */ at) => (at ? new Date(at).toLocaleString() : "—");
+  const choose = h(
+    "button",
+    { type: "button", class: "secondary small", "data-id": d.id, "aria-pressed": String(opts.isChosen(d.id)) },
+    "Show",
+    h("span", { class: "visually-hidden" }, ` build log of ${d.id}`),
+  );
+  choose.addEventListener("click", () => {
+    opts.onChoose(d);
+    document.getElementById("build-log-heading")?.scrollIntoView({ block: "start" });
+  });
+  return h(
+    "tr",
+    { "data-deployment": d.id },
+    h("th", { scope: "row" }, h("code", {}, d.id), d.current ? h("span", { class: "badge current" }, "current") : null),
+    h(
+      "td",
+      {},
+      statusBadge(d.status),
+      d.crashedAt ? h("span", { class: "sub" }, `crashed ${when(d.crashedAt)}`) : null,
+      d.failureReason ? h("span", { class: "failure" }, d.failureReason) : null,
+    ),
+    h("td", {}, d.environment),
+    h("td", {}, sourceOf(d)),
+    h("td", {}, when(d.createdAt)),
+    h("td", {}, when(d.finishedAt)),
+    h("td", {}, choose),
+  );
+}
+
+/** @param {Deployment} d */
+function sourceOf(d) {
+  if (d.source === "git") {
+    const repo = d.gitOwner && d.gitRepo ? `${d.gitOwner}/${d.gitRepo}` : "git";
+    return [repo, d.branch ? ` @ ${d.branch}` : "", d.commitSha ? h("span", { class: "sub" }, h("code", {}, d.commitSha.slice(0, 12))) : null];
+  }
+  if (d.source === "upload") return "Uploaded folder";
+  if (d.source === "local") return "Local folder";
+  return d.source;
 }

@@ -56,7 +56,15 @@ export async function projectPage(main, ctx, id) {
         { class: "note", id: "read-only-note" },
         `Read-only: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can change resources and variables.`,
       );
-  main.replaceChildren(back, heading, readOnly ?? "", overview(project), resourcesSection(id, canWrite), await envVarsSection(id, canWrite));
+  main.replaceChildren(
+    back,
+    heading,
+    h("p", {}, h("a", { href: `#/projects/${encodeURIComponent(id)}/deployments` }, "Deployments"), " (history, build and runtime logs)"),
+    readOnly ?? "",
+    overview(project),
+    resourcesSection(id, canWrite),
+    await envVarsSection(id, canWrite),
+  );
 }
 
 /** @param {any} p */

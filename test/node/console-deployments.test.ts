@@ -1,0 +1,290 @@
+/**
+ * The console's deployments page in Chromium against the Node adapter on Postgres: the
+ * test writes deployments and log lines straight into the server's database (as the runner
+ * would) and watches them arrive on the open page without a reload: the chosen deployment's
+ * build log until its `end` event, and the project's runtime logs. Also: ANSI escapes shown
+ * as plain text, the page keeping at most 2,000 lines, the Deploy button's refusal shown at
+ * the form, a viewer's page without the button (the reason shown), a switched organization
+ * (the streams send X-Organization-Id), axe and screenshots at 1280 and 375 px.
+ */
+import { and, eq } from "drizzle-orm";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { insertDeployment, markStatus } from "../../functions/deployments/store";
+import { addMember } from "../../functions/identity/store";
+import { appendLogLines, type LogKind, type LogStream } from "../../functions/logs/store";
+import { environments } from "../../shared/db/schema";
+import { sseSettings } from "../../shared/http/sse";
+import {
+  type ConsoleServer,
+  launchChromium,
+  newContext,
+  overflowsAtPhoneWidth,
+  screenshots,
+  seriousViolations,
+  startConsoleServer,
+  watchPageErrors,
+} from "../support/browser";
+import { type Member, seedMember, seedTenant } from "../support/harness";
+
+let server: ConsoleServer;
+let browser: Browser;
+let owner: Member;
+let viewer: Member;
+let projectId: string;
+const contexts: BrowserContext[] = [];
+
+async function api<T = any>(who: Member, method: string, path: string, json?: unknown, expected = 200): Promise<T> {
+  const res = await fetch(`${server.url}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${who.token}`, "x-organization-id": who.orgId, ...(json === undefined ? {} : { "content-type": "application/json" }) },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const text = await res.text();
+  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** A deployment written into the table, then moved to `building` (as a runner claiming it would). */
+async function seedBuilding(project: string, commit: string) {
+  const db = server.harness.db;
+  const [env] = await db
+    .select()
+    .from(environments)
+    .where(and(eq(environments.projectId, project), eq(environments.name, "production")));
+  const d = await db.transaction((tx) =>
+    insertDeployment(
+      tx,
+      {
+        orgId: env!.orgId,
+        projectId: project,
+        environmentId: env!.id,
+        source: "git",
+        gitProvider: "github",
+        gitOwner: "acme",
+        gitRepo: "shop",
+        branch: "main",
+        commitSha: commit,
+      },
+      new Date(),
+    ),
+  );
+  await markStatus(db, d.id, "building", new Date());
+  return d;
+}
+
+/** Lines appended through the store, as the runner's writer does (another connection than the server's). */
+async function writeLines(
+  target: { orgId: string; projectId: string; deploymentId: string | null },
+  kind: LogKind,
+  messages: string[],
+  stream: LogStream = "stdout",
+) {
+  await appendLogLines(
+    server.harness.db,
+    messages.map((message) => ({ ...target, kind, stream, at: new Date(), message })),
+  );
+}
+
+async function openAs(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
+  const context = await newContext(browser, server.url);
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors = watchPageErrors(page);
+  await page.goto("/#/sign-in");
+  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
+  await page.getByRole("button", { name: "Sign in with token" }).click();
+  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+  await page.goto(`/${hash}`);
+  return { page, errors };
+}
+
+/** Lines written by another connection reach a stream at its next poll of the database (1 s): wait well past it. */
+const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 10_000, interval: 100 });
+
+const buildLog = (page: Page) => page.locator("#build-log-lines");
+const runtimeLog = (page: Page) => page.locator("#runtime-log-lines");
+
+async function expectAccessible(page: Page, name: string) {
+  await screenshots(page, name);
+  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
+  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
+}
+
+beforeAll(async () => {
+  server = await startConsoleServer("console_deployments");
+  browser = await launchChromium();
+  owner = await seedTenant(server.harness);
+  viewer = await seedMember(server.harness, owner.orgId, "viewer");
+  projectId = (await api(owner, "POST", "/projects", { name: "shop" }, 201)).id;
+}, 90_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close();
+  await browser?.close();
+  await server?.close();
+});
+
+describe("deployments page", () => {
+  it("is linked from the project page", async () => {
+    const { page, errors } = await openAs(owner, `#/projects/${projectId}`);
+    await page.getByRole("link", { name: "Deployments", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Deployments of shop" }).waitFor();
+    expect(page.url()).toContain(`#/projects/${projectId}/deployments`);
+    await page.getByText("No deployments yet.").waitFor();
+    expect(errors).toEqual([]);
+  });
+
+  it("follows the build log live until its end event, and the runtime logs live", async () => {
+    const d = await seedBuilding(projectId, "c".repeat(40));
+    const target = { orgId: owner.orgId, projectId, deploymentId: d.id };
+    await writeLines(target, "build", ["$ npm ci", "\u001b[32madded 42 packages\u001b[0m in 1s", "downloading 10%\rdownloading 100%"]);
+    await writeLines(target, "runtime", ["listening on :3000"]);
+    await writeLines(target, "runtime", ["warning: cache cold"], "stderr");
+
+    const { page, errors } = await openAs(owner, `#/projects/${projectId}/deployments`);
+    await page.getByRole("heading", { level: 1, name: "Deployments of shop" }).waitFor();
+    const row = page.locator(`tr[data-deployment="${d.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toMatch(/building.*production.*acme\/shop @ main.*cccccccccccc/);
+    expect(await page.getByRole("button", { name: `Show build log of ${d.id}` }).getAttribute("aria-pressed")).toBe("true");
+
+    // What was there before the page opened, escapes removed and a redrawn line shown as its last state.
+    await poll(() => buildLog(page).textContent()).toContain("added 42 packages in 1s");
+    const built = (await buildLog(page).textContent())!;
+    expect(built).toContain("$ npm ci");
+    expect(built).toContain("downloading 100%");
+    expect(built).not.toContain("downloading 10%\r");
+    expect(built).not.toContain("\u001b");
+    await poll(() => runtimeLog(page).textContent()).toContain("listening on :3000");
+    expect(await runtimeLog(page).textContent()).toContain("[stderr] warning: cache cold");
+    expect(await buildLog(page).getAttribute("aria-live")).toBe("off");
+    expect(await runtimeLog(page).getAttribute("aria-live")).toBe("off");
+    await poll(() => page.locator("#build-log-status").textContent()).toBe("Following the build log live.");
+    await poll(() => page.locator("#runtime-log-status").textContent()).toBe("Following the runtime logs live.");
+    await expectAccessible(page, "deployments-live");
+
+    // New lines arrive without a reload, in order, each once.
+    await writeLines(target, "build", ["$ npm run build", "<b>not markup</b>"]);
+    await writeLines(target, "runtime", ["GET / 200"]);
+    await poll(() => buildLog(page).textContent()).toContain("<b>not markup</b>");
+    expect(await buildLog(page).locator("b").count()).toBe(0);
+    await poll(() => runtimeLog(page).textContent()).toContain("GET / 200");
+    const runtimeText = (await runtimeLog(page).textContent())!;
+    expect(runtimeText.match(/listening on :3000/g)).toHaveLength(1);
+    expect(runtimeText.indexOf("listening on :3000")).toBeLessThan(runtimeText.indexOf("GET / 200"));
+    expect(await buildLog(page).locator(".line").count()).toBe(5);
+
+    // The build finishes: its last lines, then the end event with the failure reason; the list is read again.
+    await writeLines(target, "build", ["npm run build exited with code 1"], "stderr");
+    await markStatus(server.harness.db, d.id, "failed", new Date(), "build failed: npm run build exited with code 1");
+    const status = page.locator("#build-log-status");
+    await poll(() => status.textContent()).toBe("Build finished: failed. build failed: npm run build exited with code 1");
+    expect(await buildLog(page).textContent()).toContain("[stderr] npm run build exited with code 1");
+    await poll(() => row.textContent()).toMatch(/failed.*build failed: npm run build exited with code 1/);
+    // The runtime stream goes on after the build's ended.
+    await writeLines(target, "runtime", ["still serving"]);
+    await poll(() => runtimeLog(page).textContent()).toContain("still serving");
+    await expectAccessible(page, "deployments-build-ended");
+    expect(errors).toEqual([]);
+  });
+
+  it("goes on after the last line shown when the server closes a stream, and stops its streams when the page is left", async () => {
+    // The server in this process closes every stream after 2 s (its hour, shortened), as a proxy or a restart would.
+    const maxStreamMs = sseSettings.maxStreamMs;
+    sseSettings.maxStreamMs = 2_000;
+    try {
+      const { page, errors } = await openAs(owner, `#/projects/${projectId}/deployments`);
+      const opened: Array<{ url: string; lastEventId: string | undefined }> = [];
+      const ended: string[] = [];
+      page.on("request", (r) => {
+        if (r.url().includes("/logs/stream")) opened.push({ url: r.url(), lastEventId: r.headers()["last-event-id"] });
+      });
+      page.on("requestfailed", (r) => r.url().includes("/logs/stream") && ended.push(r.url()));
+      page.on("requestfinished", (r) => r.url().includes("/logs/stream") && ended.push(r.url()));
+      await poll(() => page.locator("#runtime-log-status").textContent()).toBe("Following the runtime logs live.");
+      const target = { orgId: owner.orgId, projectId, deploymentId: null };
+      await writeLines(target, "runtime", ["before the server closed"]);
+      await poll(() => runtimeLog(page).textContent()).toContain("before the server closed");
+      // Closed by the server, reconnected with Last-Event-ID: the next line arrives, the earlier one is not repeated.
+      const runtimeStreams = () => opened.filter((o) => o.url.endsWith(`/projects/${projectId}/logs/stream`));
+      await poll(() => runtimeStreams().length).toBeGreaterThanOrEqual(2);
+      const [first, second] = runtimeStreams();
+      expect(Number(second!.lastEventId)).toBeGreaterThan(Number(first!.lastEventId));
+      await writeLines(target, "runtime", ["after the reconnect"]);
+      await poll(() => runtimeLog(page).textContent()).toContain("after the reconnect");
+      expect((await runtimeLog(page).textContent())!.match(/before the server closed/g)).toHaveLength(1);
+
+      // Leaving the page ends its streams (no connection left open behind it).
+      await page.getByRole("link", { name: "← shop" }).click();
+      await page.getByRole("heading", { level: 1, name: "shop" }).waitFor();
+      await poll(() => ended.length).toBe(opened.length);
+      expect(errors).toEqual([]);
+    } finally {
+      sseSettings.maxStreamMs = maxStreamMs;
+    }
+  });
+
+  it("keeps at most 2,000 lines of a chatty app on the page", async () => {
+    const { page, errors } = await openAs(owner, `#/projects/${projectId}/deployments`);
+    await poll(() => page.locator("#runtime-log-status").textContent()).toBe("Following the runtime logs live.");
+    const target = { orgId: owner.orgId, projectId, deploymentId: null };
+    await writeLines(
+      target,
+      "runtime",
+      Array.from({ length: 2_100 }, (_, i) => `chatty line ${i + 1}`),
+    );
+    await poll(() => runtimeLog(page).textContent()).toContain("chatty line 2100");
+    expect(await runtimeLog(page).locator(".line").count()).toBe(2_000);
+    expect(await runtimeLog(page).textContent()).not.toContain("chatty line 100\n");
+    expect(await page.locator("#runtime-log-count").textContent()).toMatch(/^Showing the last 2,000 lines; \d+ older ones were dropped from the page\.$/);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows why a deploy was refused at the form", async () => {
+    const { page, errors } = await openAs(owner, `#/projects/${projectId}/deployments`);
+    const deploy = page.getByRole("button", { name: "Deploy", exact: true });
+    await deploy.waitFor();
+    expect(await page.getByLabel("Environment", { exact: true }).inputValue()).toBe("production");
+    await deploy.click();
+    const alert = page.locator("form .form-alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/no source to deploy/);
+    expect(await alert.getAttribute("role")).toBe("alert");
+    await expectAccessible(page, "deployments-deploy-refused");
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a viewer the deployments and logs without a Deploy button, and why", async () => {
+    const { page, errors } = await openAs(viewer, `#/projects/${projectId}/deployments`);
+    await page.getByRole("heading", { level: 1, name: "Deployments of shop" }).waitFor();
+    await page.locator("#deploy-read-only").waitFor();
+    expect(await page.locator("#deploy-read-only").textContent()).toMatch(/role in this organization is viewer, which does not include project:write/);
+    expect(await page.getByRole("button", { name: "Deploy", exact: true }).count()).toBe(0);
+    // A viewer holds project:deployment:list and project:read: the finished build's log and its end are shown.
+    await poll(() => page.locator("#build-log-status").textContent()).toMatch(/^Build finished: failed\./);
+    await poll(() => runtimeLog(page).textContent()).toContain("chatty line 2100");
+    await expectAccessible(page, "deployments-viewer");
+    expect(errors).toEqual([]);
+  });
+
+  it("follows the streams of the organization chosen in the switcher, not the default one", async () => {
+    // The owner's default organization stays the first; the project lives in a second one they join.
+    const other = await seedTenant(server.harness);
+    await addMember(server.harness.db, other.orgId, owner.userId, "member");
+    const otherProject = (await api(other, "POST", "/projects", { name: "elsewhere" }, 201)).id;
+    const d = await seedBuilding(otherProject, "d".repeat(40));
+    await writeLines({ orgId: other.orgId, projectId: otherProject, deploymentId: d.id }, "build", ["building elsewhere"]);
+
+    const { page, errors } = await openAs(owner, "#/projects");
+    await page.getByLabel("Organization", { exact: true }).selectOption(other.orgId);
+    await page.getByRole("link", { name: "elsewhere" }).waitFor();
+    // Without X-Organization-Id (what an EventSource would send) the cookie reads the default organization: 404.
+    expect(await page.evaluate((id) => fetch(`/api/projects/${id}/logs/stream`).then((r) => r.status), otherProject)).toBe(404);
+    await page.goto(`/#/projects/${otherProject}/deployments`);
+    await poll(() => buildLog(page).textContent()).toContain("building elsewhere");
+    await writeLines({ orgId: other.orgId, projectId: otherProject, deploymentId: d.id }, "runtime", ["elsewhere is up"]);
+    await poll(() => runtimeLog(page).textContent()).toContain("elsewhere is up");
+    expect(errors).toEqual([]);
+  });
+});
