@@ -80,3 +80,8 @@ function show(el, count) {
   // Read with the link's name ("Notifications (3 unseen)"); the digits alone are what is drawn.
   el.replaceChildren(h("span", { "aria-hidden": "true" }, count > 99 ? "99+" : String(count)), h("span", { class: "visually-hidden" }, ` (${count} unseen)`));
 }
+
+// Back to a hidden tab: count at once rather than at the next tick.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && timer !== undefined) void refreshUnseen();
+});

@@ -10,6 +10,8 @@ import { explain } from "./forms.js";
 import { refreshUnseen, UNSEEN_EVENT } from "./notifications-badge.js";
 
 const SHOWN = 20;
+/** The API's largest page: the feed shows at most this many of the latest alerts. */
+const MOST = 100;
 
 /**
  * @typedef {{id: string, category: string, title: string, message: string | null, seen: boolean, createdAt: string,
@@ -26,6 +28,8 @@ export function feedSection({ canWrite, categoryLabel }) {
   failure.hidden = true;
   const markAll = h("button", { type: "button", class: "secondary small", disabled: !canWrite }, "Mark all shown as seen");
   markAll.hidden = true;
+  const older = h("button", { type: "button", class: "secondary small" }, "Show older alerts");
+  older.hidden = true;
   const section = h(
     "section",
     { "aria-labelledby": "feed-heading" },
@@ -33,11 +37,13 @@ export function feedSection({ canWrite, categoryLabel }) {
     failure,
     status,
     list,
-    h("div", { class: "actions" }, markAll),
+    h("div", { class: "actions" }, markAll, older),
   );
 
   /** @type {Delivery[]} */
   let shown = [];
+  /** How many of the latest alerts are listed (grows with "Show older alerts"; every reload keeps it). */
+  let want = SHOWN;
   let loading = Promise.resolve();
 
   /** @param {Delivery} d */
@@ -100,8 +106,9 @@ export function feedSection({ canWrite, categoryLabel }) {
 
   const load = async () => {
     try {
-      const page = await api("GET", `/notifications/deliveries?limit=${SHOWN}`);
+      const page = await api("GET", `/notifications/deliveries?limit=${want}`);
       shown = page.items;
+      older.hidden = !page.nextCursor || want >= MOST;
     } catch (e) {
       status.textContent = explain(e);
       return;
@@ -113,6 +120,11 @@ export function feedSection({ canWrite, categoryLabel }) {
   };
   // One load at a time, in order: a poll's reload never overtakes a click's.
   const reload = () => (loading = loading.then(load));
+
+  older.addEventListener("click", async () => {
+    want = Math.min(MOST, want + SHOWN);
+    await reload();
+  });
 
   markAll.addEventListener("click", async () => {
     markAll.disabled = true;

@@ -4,7 +4,8 @@
  * and verified, a grid cell toggled with exactly one upsert (and only that cell changed, proved
  * through the API), the unseen badge in the shell following an event posted through the API
  * without a reload and going back on "Mark seen", a member's read-only organization defaults
- * with the reason, axe-core and screenshots at 1280 and 375 px (test-artifacts/console/).
+ * with the reason, the feed paged by "Show older alerts", axe-core and screenshots at 1280 and 375 px
+ * (test-artifacts/console/).
  */
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -268,6 +269,25 @@ describe("organization defaults", () => {
     expect(await page.getByRole("checkbox", { name: "Deploy failed on In-app", exact: true }).isDisabled()).toBe(false);
     expect(await page.getByRole("checkbox", { name: "Deploy failed on by default", exact: true }).isDisabled()).toBe(true);
     expect(await page.locator("#defaults-read-only").textContent()).toMatch(/viewer, which does not include notifications:admin/);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("the feed", () => {
+  it("lists the latest 20 alerts and shows older ones on request", async () => {
+    // A member who joins now: their feed holds only these.
+    const reader = await seedMember(server.harness, owner.orgId, "member");
+    for (let i = 1; i <= 22; i++) await api(owner.token, "POST", "/notifications/events", { category: "build.failed", title: `Build ${i} failed` }, 202);
+    const { page, errors } = await freshPage();
+    await openNotifications(page, reader);
+    const feed = page.getByRole("list", { name: "Alerts" });
+    await feed.getByText("Build 22 failed").waitFor();
+    expect(await feed.getByRole("listitem").count()).toBe(20);
+    expect(await feed.getByText("Build 2 failed", { exact: true }).count()).toBe(0);
+    await page.getByRole("button", { name: "Show older alerts" }).click();
+    await feed.getByText("Build 1 failed", { exact: true }).waitFor();
+    expect(await feed.getByRole("listitem").count()).toBe(22);
+    expect(await page.getByRole("button", { name: "Show older alerts" }).isHidden()).toBe(true);
     expect(errors).toEqual([]);
   });
 });
