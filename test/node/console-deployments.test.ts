@@ -100,7 +100,7 @@ async function openAs(who: Member, hash: string): Promise<{ page: Page; errors: 
 }
 
 /** Lines written by another connection reach a stream at its next poll of the database (1 s): wait well past it. */
-const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 10_000, interval: 100 });
+const poll = <T>(read: () => T | Promise<T>) => expect.poll(read, { timeout: 10_000, interval: 100 });
 
 const buildLog = (page: Page) => page.locator("#build-log-lines");
 const runtimeLog = (page: Page) => page.locator("#runtime-log-lines");
