@@ -200,9 +200,21 @@ export async function envVarsSection(id, canWrite) {
     }
   });
 
-  try {
+  const readEnvironments = async () => {
+    const chosen = environment.value;
     const envs = await api("GET", `${base}/environments?limit=100`);
-    for (const e of envs.items) environment.append(h("option", { value: e.name }, e.kind === "production" ? `${e.name} (production)` : e.name));
+    environment.replaceChildren(
+      ...envs.items.map(
+        /** @param {{name: string, kind: string}} e */ (e) => h("option", { value: e.name }, e.kind === "production" ? `${e.name} (production)` : e.name),
+      ),
+    );
+    if (chosen) environment.value = chosen;
+  };
+  // The environments section dispatches this after creating one: the picker offers it at once.
+  section.addEventListener("environments-changed", () => void readEnvironments().catch((e) => showProblem(form, e)));
+
+  try {
+    await readEnvironments();
     await load();
   } catch (e) {
     showProblem(form, e);

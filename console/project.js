@@ -1,14 +1,16 @@
 // @ts-check
 /**
  * A project: status, routes and domains (GET /api/projects/{id}), resources
- * (PATCH /api/projects/{id}/resources, bounds checked in the form before sending) and the
- * env vars of an environment (env-vars.js). Without project:write the forms are shown
+ * (PATCH /api/projects/{id}/resources, bounds checked in the form before sending), its
+ * environments with a form creating a preview (environments.js) and the env vars of an
+ * environment (env-vars.js). Without project:write the forms are shown
  * read-only with the reason; a 403 that still happens (a role changed meanwhile) is explained.
  */
 import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, field, showFieldError, showProblem } from "./forms.js";
 import { envVarsSection } from "./env-vars.js";
+import { environmentsSection } from "./environments.js";
 import { statusBadge } from "./projects.js";
 
 /**
@@ -56,6 +58,7 @@ export async function projectPage(main, ctx, id) {
         { class: "note", id: "read-only-note" },
         `Read-only: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can change resources and variables.`,
       );
+  const envVars = await envVarsSection(id, canWrite);
   main.replaceChildren(
     back,
     heading,
@@ -63,7 +66,8 @@ export async function projectPage(main, ctx, id) {
     readOnly ?? "",
     overview(project),
     resourcesSection(id, canWrite),
-    await envVarsSection(id, canWrite),
+    environmentsSection(id, canWrite, () => envVars.dispatchEvent(new Event("environments-changed"))),
+    envVars,
   );
 }
 

@@ -299,6 +299,37 @@ describe("project page", () => {
     expect(errors).toEqual([]);
   });
 
+  it("creates a preview environment from the form; a taken name is shown at the name field; the env picker offers the new one", async () => {
+    const { page, errors } = await freshPage();
+    await signInByToken(page, owner, `/#/projects/${projectId}`);
+    const environments = page.locator("ul.environments");
+    await environments.getByText("production").waitFor();
+    const name = `preview-${Date.now().toString(36)}`;
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByLabel("Branch", { exact: true }).fill("feature/login");
+    await page.getByRole("button", { name: "Create environment" }).click();
+    await page.getByText(`Environment ${name} created.`).waitFor();
+    await environments.getByText(name).waitFor();
+    expect(await environments.textContent()).toContain("preview of branch feature/login");
+    const listed = await api(owner.token, "GET", `/projects/${projectId}/environments?limit=100`);
+    expect(listed.items).toContainEqual(expect.objectContaining({ name, kind: "preview", branch: "feature/login" }));
+    await expect.poll(() => page.locator("#env-environment option").allTextContents()).toContain(name);
+
+    // The same name again: the API's 409 (or 400) is shown on the form, nothing else is created.
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByLabel("Branch", { exact: true }).fill("other");
+    await page.getByRole("button", { name: "Create environment" }).click();
+    await page
+      .locator("form:has(legend:text('New preview environment')) [role=alert]:not([hidden]), form:has(legend:text('New preview environment')) .field-error")
+      .first()
+      .waitFor();
+    expect(
+      (await api(owner.token, "GET", `/projects/${projectId}/environments?limit=100`)).items.filter((e: { name: string }) => e.name === name),
+    ).toHaveLength(1);
+    await expectAccessible(page, "project-environments");
+    expect(errors).toEqual([]);
+  });
+
   it("shows a viewer read-only forms, with the reason", async () => {
     const { page, errors } = await freshPage();
     await signInByToken(page, viewer, `/#/projects/${projectId}`);
@@ -306,7 +337,8 @@ describe("project page", () => {
     expect(await page.locator("#read-only-note").textContent()).toMatch(/viewer, which does not include project:write/);
     for (const label of ["Production CPU (cores)", "Port", "Value of KEEP_PLAIN", "Value of API_SECRET"])
       expect(await page.getByLabel(label, { exact: true }).isDisabled(), label).toBe(true);
-    for (const name of ["Save resources", "Save variables", "Add variable"]) expect(await page.getByRole("button", { name }).isDisabled(), name).toBe(true);
+    for (const name of ["Save resources", "Create environment", "Save variables", "Add variable"])
+      expect(await page.getByRole("button", { name }).isDisabled(), name).toBe(true);
     await expectAccessible(page, "project-viewer");
     expect(errors).toEqual([]);
   });
