@@ -5,10 +5,12 @@
  * the chosen deployment's build log followed live until its `end` event, and the project's
  * runtime logs live (the newest lines first read as a page, then the stream after the last
  * of them, so nothing is missed or shown twice). Streams stop when the page is left.
+ * With project:write each row can also be canceled or promoted (deployments-actions.js).
  */
 import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, field, showProblem } from "./forms.js";
+import { rowActions } from "./deployments-actions.js";
 import { logRegion } from "./deployments-log.js";
 import { followStream } from "./deployments-stream.js";
 import { statusBadge } from "./projects.js";
@@ -21,7 +23,7 @@ const RUNTIME_BACKLOG = 200;
 /**
  * @typedef {{id: string, projectId: string, environment: string, status: string, current: boolean, source: string,
  *   gitOwner: string | null, gitRepo: string | null, branch: string | null, commitSha: string | null,
- *   failureReason: string | null, createdAt: string, finishedAt: string | null, crashedAt: string | null}} Deployment
+ *   failureReason: string | null, createdAt: string, finishedAt: string | null, crashedAt: string | null, prunedAt: string | null}} Deployment
  */
 
 /** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
@@ -76,7 +78,9 @@ export async function deploymentsPage(main, ctx, projectId) {
 
   /** @type {{id: string, close: () => void} | null} */
   let following = null;
+  const canWrite = ctx.can("project:write");
   const history = historySection(base, {
+    canWrite,
     onChoose: (d) => chooseBuild(d),
     isChosen: (id) => following?.id === id,
   });
@@ -108,8 +112,7 @@ export async function deploymentsPage(main, ctx, projectId) {
     history.markChosen(d.id);
   };
 
-  const canDeploy = ctx.can("project:write");
-  const deploy = canDeploy
+  const deploy = canWrite
     ? await deploySection(base, projectId, async (d) => {
         await history.reload();
         chooseBuild(d);
@@ -121,7 +124,7 @@ export async function deploymentsPage(main, ctx, projectId) {
         h(
           "p",
           { class: "note", id: "deploy-read-only" },
-          `You cannot deploy: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can deploy.`,
+          `You cannot deploy, cancel or promote: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can.`,
         ),
       );
   if (!alive()) return;
@@ -225,9 +228,14 @@ async function deploySection(base, projectId, queued) {
 }
 
 /**
- * The list, newest first, with "Show older" paging; each row's button chooses its build log.
+ * @typedef {{canWrite: boolean, onChoose: (d: Deployment) => void, isChosen: (id: string) => boolean}} HistoryOptions
+ */
+
+/**
+ * The list, newest first, with "Show older" paging; each row's button chooses its build log,
+ * and with project:write its Cancel or Promote acts on it (the list is read again after either).
  * @param {string} base
- * @param {{onChoose: (d: Deployment) => void, isChosen: (id: string) => boolean}} opts
+ * @param {HistoryOptions} opts
  */
 function historySection(base, opts) {
   const body = h("tbody");
@@ -237,7 +245,7 @@ function historySection(base, opts) {
   const refresh = h("button", { type: "button", class: "secondary" }, "Refresh");
   const table = h(
     "table",
-    { class: "deployments" },
+    { class: opts.canWrite ? "deployments with-actions" : "deployments" },
     h("caption", { class: "visually-hidden" }, "Deployments, newest first"),
     h(
       "thead",
@@ -245,7 +253,9 @@ function historySection(base, opts) {
       h(
         "tr",
         {},
-        ["Deployment", "Status", "Environment", "Source", "Created", "Finished", "Build log"].map((t) => h("th", { scope: "col" }, t)),
+        ["Deployment", "Status", "Environment", "Source", "Created", "Finished", "Build log", opts.canWrite ? "Actions" : null]
+          .filter((t) => t !== null)
+          .map((t) => h("th", { scope: "col" }, t)),
       ),
     ),
     body,
@@ -253,7 +263,7 @@ function historySection(base, opts) {
   const element = h(
     "section",
     { "aria-labelledby": "history-heading" },
-    h("h2", { id: "history-heading" }, "History"),
+    h("h2", { id: "history-heading", tabindex: "-1" }, "History"),
     status,
     // Focusable and named: at phone width it scrolls sideways, and the keyboard must reach that too.
     h("div", { class: "table-wrap deployments-wrap", tabindex: "0", role: "region", "aria-labelledby": "history-heading" }, table),
@@ -261,10 +271,32 @@ function historySection(base, opts) {
   );
   /** @type {string | null} */
   let cursor = null;
+  /** The last refusal of an action per deployment, shown on its row until the next action or Refresh. */
+  const refusals = new Map(/** @type {[string, string][]} */ ([]));
+
+  /** After an action, focus goes back to the row it was on (its buttons were rebuilt), else to the heading. @param {string} id */
+  const focusRow = (id) => {
+    const target = /** @type {HTMLElement | null} */ (body.querySelector(`button[data-id="${CSS.escape(id)}"]`) ?? element.querySelector("h2"));
+    target?.focus();
+  };
+  /** @type {import("./deployments-actions.js").ActionHooks["done"]} */
+  const done = async (d, message) => {
+    refusals.delete(d.id);
+    await reload();
+    status.textContent = message;
+    focusRow(d.id);
+  };
+  /** @type {import("./deployments-actions.js").ActionHooks["refused"]} */
+  const refused = async (d, message) => {
+    refusals.set(d.id, message);
+    // The row shows the state that made the API refuse (it may have moved on since the list was read).
+    await reload();
+    focusRow(d.id);
+  };
 
   /** @param {Deployment[]} items */
   const addRows = (items) => {
-    for (const d of items) body.append(row(d, opts));
+    for (const d of items) body.append(row(d, opts, opts.canWrite ? rowActions(d, { error: refusals.get(d.id), done, refused }) : null));
   };
   /** @param {string | null} from */
   const load = async (from) => {
@@ -297,7 +329,10 @@ function historySection(base, opts) {
       status.textContent = explain(e);
     }
   });
-  refresh.addEventListener("click", () => void reload());
+  refresh.addEventListener("click", () => {
+    refusals.clear();
+    void reload();
+  });
 
   return {
     element,
@@ -309,8 +344,8 @@ function historySection(base, opts) {
   };
 }
 
-/** @param {Deployment} d @param {{onChoose: (d: Deployment) => void, isChosen: (id: string) => boolean}} opts */
-function row(d, opts) {
+/** @param {Deployment} d @param {HistoryOptions} opts @param {HTMLElement | null} actions */
+function row(d, opts, actions) {
   const when = (/** @type {string | null} */ at) => (at ? new Date(at).toLocaleString() : "—");
   const choose = h(
     "button",
@@ -338,6 +373,7 @@ function row(d, opts) {
     h("td", {}, when(d.createdAt)),
     h("td", {}, when(d.finishedAt)),
     h("td", {}, choose),
+    actions ? h("td", {}, actions) : null,
   );
 }
 

@@ -3,11 +3,13 @@
  * The caller's channels: the list (destination as the API shows it: secrets never come back),
  * the create form with each kind's fields (named by their API path, so a problem's `field` such
  * as `config.url` lands at its input), the verification flow (a successful test send verifies;
- * "Mark verified" is PATCH {verified: true}), enable/disable, and delete after a confirmation.
+ * "Mark verified" is PATCH {verified: true}), enable/disable, editing a channel's name and
+ * destination (notifications-channel-edit.js), and delete after a confirmation.
  */
 import { api } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, field, showFormError, showProblem } from "./forms.js";
+import { editChannelForm } from "./notifications-channel-edit.js";
 import { KIND_NAMES } from "./notifications-data.js";
 
 /** @typedef {import("./notifications-data.js").Channel} Channel @typedef {import("./notifications-data.js").ChannelKind} ChannelKind */
@@ -74,6 +76,19 @@ export function channelsSection({ canWrite, channels, onChanged }) {
   const status = h("p", { role: "status", class: "saved", id: "channel-status" });
   const failure = h("p", { role: "alert", class: "form-alert" });
   failure.hidden = true;
+  // The open edit form (one at a time), under the table: a form inside a table row would not fit a phone.
+  const editSlot = h("div", {});
+  /** @type {string | null} */
+  let editing = null;
+  /** @param {string} id */
+  const editButtonOf = (id) => /** @type {HTMLElement | null} */ (body.querySelector(`tr[data-channel="${CSS.escape(id)}"] button[data-action="edit"]`));
+  /** @param {boolean} [refocus] */
+  const closeEdit = (refocus = true) => {
+    const id = editing;
+    editing = null;
+    editSlot.replaceChildren();
+    if (refocus && id) editButtonOf(id)?.focus();
+  };
   const table = h(
     "table",
     { class: "channels" },
@@ -104,6 +119,7 @@ export function channelsSection({ canWrite, channels, onChanged }) {
     failure,
     h("div", { class: "table-wrap" }, table),
     status,
+    editSlot,
     createForm(canWrite, onChanged, status),
   );
 
@@ -146,6 +162,24 @@ export function channelsSection({ canWrite, channels, onChanged }) {
         text,
       );
     const list = [];
+    const edit = button("Edit", async () => {
+      const opened = editChannelForm(c, KIND_FIELDS[c.kind], {
+        close: () => closeEdit(),
+        saved: async (updated, message) => {
+          editing = null;
+          editSlot.replaceChildren();
+          await onChanged();
+          done(message);
+          editButtonOf(updated.id)?.focus();
+        },
+      });
+      editing = c.id;
+      editSlot.replaceChildren(opened.form);
+      opened.form.scrollIntoView({ block: "nearest" });
+      opened.focus();
+    });
+    edit.setAttribute("data-action", "edit");
+    list.push(edit);
     list.push(
       button("Send test", async () => {
         status.textContent = `Sending a test to ${c.label}…`;
@@ -217,6 +251,8 @@ export function channelsSection({ canWrite, channels, onChanged }) {
 
   /** @param {Channel[]} list */
   const render = (list) => {
+    // A channel deleted meanwhile takes its open edit form with it.
+    if (editing && !list.some((c) => c.id === editing)) closeEdit(false);
     body.replaceChildren(
       ...list.map((c) =>
         h(

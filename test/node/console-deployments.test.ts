@@ -5,15 +5,18 @@
  * build log until its `end` event, and the project's runtime logs. Also: ANSI escapes shown
  * as plain text, the page keeping at most 2,000 lines, the Deploy button's refusal shown at
  * the form, a viewer's page without the button (the reason shown), a switched organization
- * (the streams send X-Organization-Id), axe and screenshots at 1280 and 375 px.
+ * (the streams send X-Organization-Id), axe and screenshots at 1280 and 375 px. Row actions:
+ * a queued deployment canceled, an older ready one promoted after the confirmation step (the
+ * API shows it current), a 409 (its build pruned meanwhile) shown on its row, and a viewer
+ * without either button.
  */
 import { and, eq } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { insertDeployment, markStatus } from "../../functions/deployments/store";
+import { insertDeployment, markReady, markStatus } from "../../functions/deployments/store";
 import { addMember } from "../../functions/identity/store";
 import { appendLogLines, type LogKind, type LogStream } from "../../functions/logs/store";
-import { environments } from "../../shared/db/schema";
+import { deployments, environments } from "../../shared/db/schema";
 import { sseSettings } from "../../shared/http/sse";
 import {
   type ConsoleServer,
@@ -45,8 +48,8 @@ async function api<T = any>(who: Member, method: string, path: string, json?: un
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-/** A deployment written into the table, then moved to `building` (as a runner claiming it would). */
-async function seedBuilding(project: string, commit: string) {
+/** A `queued` deployment of production written into the table, as POST /api/deployments would leave it. */
+async function seedQueued(project: string, commit: string, at = new Date()) {
   const db = server.harness.db;
   const [env] = await db
     .select()
@@ -66,10 +69,25 @@ async function seedBuilding(project: string, commit: string) {
         branch: "main",
         commitSha: commit,
       },
-      new Date(),
+      at,
     ),
   );
-  await markStatus(db, d.id, "building", new Date());
+  return d;
+}
+
+/** A deployment written into the table, then moved to `building` (as a runner claiming it would). */
+async function seedBuilding(project: string, commit: string) {
+  const d = await seedQueued(project, commit);
+  await markStatus(server.harness.db, d.id, "building", new Date());
+  return d;
+}
+
+/** A deployment the runner built and switched to: ready and its environment's current one. */
+async function seedReady(project: string, commit: string, at: Date) {
+  const d = await seedQueued(project, commit, at);
+  await markStatus(server.harness.db, d.id, "building", at);
+  await markStatus(server.harness.db, d.id, "deploying", at);
+  await markReady(server.harness.db, d.id, at);
   return d;
 }
 
@@ -286,5 +304,102 @@ describe("deployments page", () => {
     await writeLines({ orgId: other.orgId, projectId: otherProject, deploymentId: d.id }, "runtime", ["elsewhere is up"]);
     await poll(() => runtimeLog(page).textContent()).toContain("elsewhere is up");
     expect(errors).toEqual([]);
+  });
+});
+
+describe("cancel and promote", () => {
+  let rollbackProject: string;
+  const rowOf = (page: Page, id: string) => page.locator(`tr[data-deployment="${id}"]`);
+  const view = (id: string) => api<{ status: string; current: boolean }>(owner, "GET", `/deployments/${id}`);
+
+  beforeAll(async () => {
+    rollbackProject = (await api(owner, "POST", "/projects", { name: "rollback" }, 201)).id;
+  });
+
+  it("cancels a queued deployment; the API shows it canceled and the list is read again", async () => {
+    const q = await seedQueued(rollbackProject, "e".repeat(40));
+    const { page, errors } = await openAs(owner, `#/projects/${rollbackProject}/deployments`);
+    const row = rowOf(page, q.id);
+    await row.getByText("queued", { exact: true }).waitFor();
+    expect(await page.getByRole("columnheader", { name: "Actions" }).count()).toBe(1);
+    // Only Cancel applies to a queued deployment.
+    expect(await row.getByRole("button", { name: `Promote ${q.id}` }).count()).toBe(0);
+    await row.getByRole("button", { name: `Cancel ${q.id}`, exact: true }).click();
+    await page.getByText(`${q.id} canceled.`, { exact: true }).waitFor();
+    expect((await view(q.id)).status).toBe("canceled");
+    await row.getByText("canceled", { exact: true }).waitFor();
+    expect(await row.getByRole("button", { name: `Cancel ${q.id}`, exact: true }).count()).toBe(0);
+    // Focus goes back to the row (its buttons were rebuilt).
+    expect(await page.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-deployment"))).toBe(q.id);
+    expect(errors).toEqual([]);
+  });
+
+  it("promotes an older ready deployment after a confirmation; a pruned build's 409 is shown on its row", async () => {
+    const older = await seedReady(rollbackProject, "1".repeat(40), new Date(Date.now() - 60_000));
+    const newer = await seedReady(rollbackProject, "2".repeat(40), new Date(Date.now() - 30_000));
+    expect([(await view(older.id)).current, (await view(newer.id)).current]).toEqual([false, true]);
+
+    const { page, errors } = await openAs(owner, `#/projects/${rollbackProject}/deployments`);
+    const olderRow = rowOf(page, older.id);
+    const newerRow = rowOf(page, newer.id);
+    await newerRow.getByText("current", { exact: true }).waitFor();
+    // The current one cannot be promoted; neither can be canceled.
+    expect(await newerRow.getByRole("button", { name: `Promote ${newer.id}` }).count()).toBe(0);
+    expect(await olderRow.getByRole("button", { name: `Cancel ${older.id}`, exact: true }).count()).toBe(0);
+
+    // The confirmation step: "Keep current" goes back with nothing sent.
+    const writes: string[] = [];
+    page.on("request", (r) => r.method() !== "GET" && r.url().includes("/api/") && writes.push(r.url()));
+    await olderRow.getByRole("button", { name: `Promote ${older.id}` }).click();
+    await olderRow.getByText(`Serve ${older.id} as the current production deployment?`).waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Yes, promote ${older.id}`);
+    await expectAccessible(page, "deployments-promote-confirm");
+    await olderRow.getByRole("button", { name: `Keep current (do not promote ${older.id})` }).click();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Promote ${older.id}`);
+    expect(writes).toEqual([]);
+
+    await olderRow.getByRole("button", { name: `Promote ${older.id}` }).click();
+    await olderRow.getByRole("button", { name: `Yes, promote ${older.id}` }).click();
+    await page.getByText(`${older.id} is now the current production deployment.`, { exact: true }).waitFor();
+    expect(writes).toEqual([`${server.url}/api/deployments/${older.id}/promote`]);
+    expect([(await view(older.id)).current, (await view(newer.id)).current]).toEqual([true, false]);
+    await olderRow.getByText("current", { exact: true }).waitFor();
+    expect(await newerRow.getByText("current", { exact: true }).count()).toBe(0);
+
+    // The newer one is promotable now; its build is pruned (as the runner would) before the click: 409, shown on its row.
+    const promoteNewer = newerRow.getByRole("button", { name: `Promote ${newer.id}` });
+    await promoteNewer.waitFor();
+    await server.harness.db.update(deployments).set({ prunedAt: new Date() }).where(eq(deployments.id, newer.id));
+    await promoteNewer.click();
+    await newerRow.getByRole("button", { name: `Yes, promote ${newer.id}` }).click();
+    const refusal = newerRow.getByRole("alert");
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toMatch(/^Not promoted: The deployment's build was removed .*deploy again instead$/);
+    // The row was read again: it now says why there is no Promote button.
+    await newerRow.getByText("Build removed: deploy again instead.").waitFor();
+    expect(await promoteNewer.count()).toBe(0);
+    expect([(await view(older.id)).current, (await view(newer.id)).current]).toEqual([true, false]);
+    await expectAccessible(page, "deployments-promote-refused");
+    // Refresh clears the refusal.
+    await page.getByRole("button", { name: "Refresh", exact: true }).click();
+    await expect.poll(() => refusal.count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a viewer neither Cancel nor Promote", async () => {
+    const q = await seedQueued(rollbackProject, "3".repeat(40));
+    // Another ready one becomes current: the one promoted before is promotable again.
+    await seedReady(rollbackProject, "4".repeat(40), new Date(Date.now() - 90_000));
+    const { page, errors } = await openAs(viewer, `#/projects/${rollbackProject}/deployments`);
+    await rowOf(page, q.id).waitFor();
+    expect(await page.locator("#deploy-read-only").textContent()).toMatch(/cannot deploy, cancel or promote: .*viewer, which does not include project:write/);
+    expect(await page.getByRole("button", { name: /^(Cancel|Promote) dpl_/ }).count()).toBe(0);
+    expect(await page.getByRole("columnheader", { name: "Actions" }).count()).toBe(0);
+    // The owner, on the same list, has both.
+    const ownerPage = await openAs(owner, `#/projects/${rollbackProject}/deployments`);
+    await ownerPage.page.getByRole("button", { name: `Cancel ${q.id}`, exact: true }).waitFor();
+    expect(await ownerPage.page.getByRole("button", { name: /^Promote dpl_/ }).count()).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+    expect(ownerPage.errors).toEqual([]);
   });
 });

@@ -4,11 +4,17 @@
  * and verified, a grid cell toggled with exactly one upsert (and only that cell changed, proved
  * through the API), the unseen badge in the shell following an event posted through the API
  * without a reload and going back on "Mark seen", a member's read-only organization defaults
- * with the reason, the feed paged by "Show older alerts", axe-core and screenshots at 1280 and 375 px
- * (test-artifacts/console/).
+ * with the reason, the feed paged by "Show older alerts", a channel edited (renamed, an e-mail
+ * address changed: unverified again, proved through the API; a webhook's bad URL shown at the edit
+ * form's field, its secret never shown and kept when left empty), axe-core and screenshots at 1280
+ * and 375 px (test-artifacts/console/).
  */
+import { eq } from "drizzle-orm";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decryptSecrets } from "../../functions/notifications/secrets";
+import { createKeyring } from "../../shared/crypto/keyring";
+import { notificationChannels } from "../../shared/db/schema";
 import {
   type ConsoleServer,
   launchChromium,
@@ -20,6 +26,7 @@ import {
   watchPageErrors,
 } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
+import { TEST_SECRET_KEYS } from "../support/test-keys";
 
 let server: ConsoleServer;
 let browser: Browser;
@@ -185,6 +192,106 @@ describe("channels and the grid", () => {
     expect(after).toEqual({ ...before, [`backup.failed ${mail.id}`]: true });
     expect(await cell.isChecked()).toBe(true);
     await expectAccessible(page, "notifications-grid");
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("editing a channel", () => {
+  /** The open edit form (one at a time). */
+  const editForm = (page: Page) => page.locator("form.channel-edit");
+  type ChannelView = { id: string; label: string; verified: boolean; config: Record<string, unknown> };
+  const channelOf = async (id: string) =>
+    ((await api(owner.token, "GET", "/notifications/channels?limit=100")).items as ChannelView[]).find((c) => c.id === id)!;
+
+  it("renames a channel and changes an e-mail address: the API shows both and the channel unverified", async () => {
+    const mail = await api<ChannelView>(
+      owner.token,
+      "POST",
+      "/notifications/channels",
+      { kind: "email", label: "Pager mail", config: { address: "pager@example.test" } },
+      201,
+    );
+    await api(owner.token, "PATCH", `/notifications/channels/${mail.id}`, { verified: true });
+    const { page, errors } = await freshPage();
+    await openNotifications(page, owner);
+    const row = page.locator(`tr[data-channel="${mail.id}"]`);
+    await row.getByText("verified", { exact: true }).waitFor();
+
+    await row.getByRole("button", { name: "Edit (Pager mail)" }).click();
+    const form = editForm(page);
+    await form.getByRole("heading", { name: "Edit Pager mail" }).waitFor();
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.value)).toBe("Pager mail");
+    expect(await form.getByLabel("E-mail address", { exact: true }).inputValue()).toBe("pager@example.test");
+    await expectAccessible(page, "notifications-channel-edit");
+    const patches: unknown[] = [];
+    page.on("request", (r) => r.method() === "PATCH" && patches.push(r.postDataJSON()));
+    await form.getByLabel("Name", { exact: true }).fill("On-call mail");
+    await form.getByLabel("E-mail address", { exact: true }).fill("oncall@example.test");
+    await form.getByRole("button", { name: "Save changes" }).click();
+    await page.getByText("On-call mail saved; its destination changed, so it is unverified until a test send succeeds or you mark it verified.").waitFor();
+    expect(patches).toEqual([{ label: "On-call mail", config: { address: "oncall@example.test" } }]);
+    expect(await channelOf(mail.id)).toMatchObject({ label: "On-call mail", verified: false, config: { address: "oncall@example.test" } });
+    expect(await row.textContent()).toMatch(/On-call mail.*oncall@example\.test.*unverified/);
+    expect(await editForm(page).count()).toBe(0);
+    // Focus back on the channel's Edit button; the grid's column follows the new name.
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit (On-call mail)");
+    await page.getByRole("columnheader", { name: /On-call mail/ }).waitFor();
+
+    // A rename alone sends only the label and leaves the verification alone.
+    await row.getByRole("button", { name: "Mark verified (On-call mail)" }).click();
+    await page.getByText("On-call mail is marked verified").waitFor();
+    await row.getByRole("button", { name: "Edit (On-call mail)" }).click();
+    await editForm(page).getByLabel("Name", { exact: true }).fill("Night mail");
+    await editForm(page).getByRole("button", { name: "Save changes" }).click();
+    await page.getByText("Night mail saved.", { exact: true }).waitFor();
+    expect(patches.at(-1)).toEqual({ label: "Night mail" });
+    expect(await channelOf(mail.id)).toMatchObject({ label: "Night mail", verified: true, config: { address: "oncall@example.test" } });
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a webhook's invalid URL at the edit form's field, never shows its secret, and keeps it when left empty", async () => {
+    const hook = await api<ChannelView & { signingSecret: string }>(
+      owner.token,
+      "POST",
+      "/notifications/channels",
+      { kind: "webhook", label: "Build hook", config: { url: "http://127.0.0.1:9/build" } },
+      201,
+    );
+    /** The signing secret as stored (decrypted with the server's keys): the API never returns it. */
+    const storedSecret = async () => {
+      const [row] = await server.harness.db.select().from(notificationChannels).where(eq(notificationChannels.id, hook.id));
+      return (await decryptSecrets(await createKeyring(TEST_SECRET_KEYS), row!))?.signingSecret;
+    };
+    expect(await storedSecret()).toBe(hook.signingSecret);
+    const { page, errors } = await freshPage();
+    await openNotifications(page, owner);
+    await page.getByRole("button", { name: "Edit (Build hook)" }).click();
+    const form = editForm(page);
+    const url = form.getByLabel("Webhook URL", { exact: true });
+    expect(await url.inputValue()).toBe("http://127.0.0.1:9/build");
+    // The secret is never shown back: empty, and empty means keep.
+    const secret = form.getByLabel("Signing secret", { exact: true });
+    expect(await secret.inputValue()).toBe("");
+    expect(await form.textContent()).not.toContain("whsec_");
+    await url.fill("not a url");
+    await form.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => url.getAttribute("aria-invalid")).toBe("true");
+    const id = (await url.getAttribute("aria-describedby"))!.split(" ").at(-1);
+    expect(await page.locator(`[id="${id}"]`).textContent()).toMatch(/config\.url must be an absolute URL/);
+    expect(await url.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect((await channelOf(hook.id)).config.url).toBe("http://127.0.0.1:9/build");
+    await expectAccessible(page, "notifications-channel-edit-error");
+
+    await url.fill("http://127.0.0.1:9/build-v2");
+    await form.getByRole("button", { name: "Save changes" }).click();
+    await page.getByText("Build hook saved.", { exact: true }).waitFor();
+    expect(await channelOf(hook.id)).toMatchObject({
+      label: "Build hook",
+      verified: false,
+      config: { url: "http://127.0.0.1:9/build-v2", signingSecretConfigured: true },
+    });
+    // The empty secret field kept the stored secret (the config was sent without one).
+    expect(await storedSecret()).toBe(hook.signingSecret);
     expect(errors).toEqual([]);
   });
 });
