@@ -39,7 +39,6 @@ export interface ApplyHooks {
 interface Project {
   id: string;
   name: string;
-  createdAt: string;
 }
 
 const gitFields = (b: ProjectExport) => ({
@@ -49,16 +48,39 @@ const gitFields = (b: ProjectExport) => ({
   gitBranch: b.git?.branch ?? null,
 });
 
-/** Creates the target project (or finds the one an interrupted run created) and returns its id. */
-export async function createTarget(side: Side, bundle: ProjectExport, startedAt: Date, retried: boolean): Promise<string> {
+/** The project name's limit on both sides (ProjectName). */
+const NAME_LIMIT = 100;
+
+/**
+ * The name a transfer creates its target under until the `project` step sets the
+ * real one: the bundle's name (cut to fit, never inside a character) and the
+ * transfer's id. It tells the project this transfer made from any other on that
+ * side, however named or whenever made, so a retry never adopts someone else's.
+ */
+export function markedName(name: string, transferId: string): string {
+  const marker = ` (transfer ${transferId})`;
+  let head = "";
+  for (const ch of name) {
+    if (head.length + ch.length + marker.length > NAME_LIMIT) break;
+    head += ch;
+  }
+  return `${head.trimEnd()}${marker}`;
+}
+
+/**
+ * Creates the target project under the transfer's marked name (or, `retried`,
+ * finds the one an interrupted run created under it) and returns its id.
+ */
+export async function createTarget(side: Side, bundle: ProjectExport, transferId: string, retried: boolean): Promise<string> {
+  const name = markedName(bundle.name, transferId);
   if (retried) {
-    // A run interrupted between the side creating the project and us recording its id: the project is there, by name, made since the transfer began.
-    const found = await findCreatedSince(side, bundle.name, startedAt);
+    // A run interrupted between the side creating the project and us recording its id: the project is there under this transfer's marked name.
+    const found = await findNamed(side, name);
     if (found) return found;
   }
   const git = gitFields(bundle);
   const created = await side.call<Project>("POST", "api/projects", {
-    name: bundle.name,
+    name,
     framework: bundle.framework,
     ...(git.gitProvider && git.gitProvider !== "upload" ? { gitProvider: git.gitProvider, gitOwner: git.gitOwner, gitRepo: git.gitRepo } : {}),
     ...(git.gitBranch ? { gitBranch: git.gitBranch } : {}),
@@ -66,14 +88,15 @@ export async function createTarget(side: Side, bundle: ProjectExport, startedAt:
   return created.id;
 }
 
-async function findCreatedSince(side: Side, name: string, since: Date): Promise<string | undefined> {
+/** The project named exactly `name` (a transfer's marked name: only that transfer creates it); the newest if ever more than one. */
+async function findNamed(side: Side, name: string): Promise<string | undefined> {
   let cursor: string | null = null;
   let newest: string | undefined;
   do {
     const query: string = `api/projects?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
     const page: { items: Project[]; nextCursor: string | null } = await side.call("GET", query);
-    // A second of slack for clocks; the list is oldest first, so the last match over all pages is the newest: the one this transfer made.
-    const match = page.items.filter((p) => p.name === name && Date.parse(p.createdAt) >= since.getTime() - 1000).pop();
+    // The list is oldest first, so the last match over all pages is the newest.
+    const match = page.items.filter((p) => p.name === name).pop();
     if (match) newest = match.id;
     cursor = page.nextCursor;
   } while (cursor);

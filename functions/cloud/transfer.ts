@@ -42,6 +42,8 @@ import {
   existingLocal,
   otherDirectionRunning,
   hideAgain,
+  type Lease,
+  LostLease,
   localCopyOf,
   markReturned,
   moveToCloud,
@@ -50,6 +52,7 @@ import {
   TRANSFER_HEARTBEAT_MS,
   touchTransfer,
   type TransferRow,
+  transferState,
   unhide,
 } from "./transfer-store";
 
@@ -80,7 +83,7 @@ export const TransferResultSchema = z
 const MOVES =
   "What moves: the name, framework, git repository and deploy branch, auto-deploy, build options, resources and sleep mode, every environment with every env var (secret values decrypted on one side and re-encrypted by the other: they travel only inside the API request, never logged), connected domains (the primary stays primary), compose services with their values, the clone token, enabled/disabled, and the source: a git project keeps its repository link; an upload project's latest uploaded tarball (a local-folder project's snapshot, taken now) is uploaded through the other side's own folder-upload flow, so there it is an upload project. What stays: deployments, build and runtime logs, server logs and route rules stay where they were made (route rules are this instance's edge's); the webhook domain is per instance. The push hook is per side: with auto-deploy on, the new home has its own hook URL and secret (`pushHook` in the answer, the secret shown once there), to be set in the git host; a round trip finds the hook made there before.";
 const RESUME =
-  "Idempotent and resumable: every step sets the target to the source's value, and the transfer's step and target are recorded, so a transfer that failed or was interrupted at any step, run again, finishes without duplicates or lost variables (one running transfer per project, in either direction: a second call meanwhile is 409). The copy is kept disabled until the last step (`finish`) enables it and moves the project, so a failure leaves the project fully usable where it was, served only there, and answers a problem naming the failed `step` (502 when the other side could not be reached or refused; 500 for an unexpected error). A domain the other side refuses (taken there) fails at step `domains`, right after the target is made and before anything else is copied; a target made by that transfer (not the project's earlier copy there) is deleted again. The caller needs `project:admin` here; the writes on this instance are made with the caller's own token and permissions, those on the cloud with the link's.";
+  "Idempotent and resumable: every step sets the target to the source's value, and the transfer's step and target are recorded, so a transfer that failed or was interrupted at any step, run again, finishes without duplicates or lost variables (one running transfer per project, in either direction: a second call meanwhile is 409; a run not heard from for 2 minutes may be taken over, and a run taken over stops at its next step with 409 naming it, without moving the project). The copy is kept disabled until the last step (`finish`) enables it and moves the project, so a failure leaves the project fully usable where it was, served only there, and answers a problem naming the failed `step` (502 when the other side could not be reached or refused; 500 for an unexpected error). A domain the other side refuses (taken there) fails at step `domains`, right after the target is made and before anything else is copied; a target made by that transfer (not the project's earlier copy there) is deleted again. The caller needs `project:admin` here; the writes on this instance are made with the caller's own token and permissions, those on the cloud with the link's.";
 
 const toCloud = defineRoute({
   method: "post",
@@ -127,19 +130,23 @@ const toSelfHosted = defineRoute({
 interface Run {
   c: Context<AppEnv>;
   orgId: string;
-  row: TransferRow;
+  /** The row as this run claimed it, with the run id every bookkeeping write is conditioned on. */
+  row: TransferRow & Lease;
   step: TransferStep;
 }
 
 async function enter(run: Run, step: TransferStep): Promise<void> {
   run.step = step;
-  await recordStep(run.c.get("db"), run.row.id, step, run.c.get("clock")());
+  await recordStep(run.c.get("db"), run.row, step, run.c.get("clock")());
   await run.c.get("cloud")?.beforeTransferStep?.(run.row.direction, step);
 }
 
 /** The problem a failed step answers, naming it; an unexpected error is logged here and answers 500 naming the step. */
 function failure(c: Context<AppEnv>, e: unknown, step: TransferStep): ApiError {
   if (e instanceof ApiError) return new ApiError(e.code, e.message, { ...e.extra, step }, e.headers);
+  if (e instanceof LostLease) {
+    return new ApiError("conflict", `The transfer stopped at step '${step}': ${e.message}; this run did not move the project`, { step });
+  }
   if (e instanceof SideUnreachable) return new ApiError("bad_gateway", `The transfer failed at step '${step}': ${e.message}`, { step });
   if (e instanceof SideRefused) {
     const detail = `The transfer failed at step '${step}': ${e.side} answered ${e.status}: ${e.message}`;
@@ -170,17 +177,38 @@ async function begin(c: Context<AppEnv>, direction: Direction, sourceId: string,
   const row = await claimTransfer(db, orgId, direction, sourceId, c.get("clock")());
   if (!row) throw new ApiError("conflict", running);
   if (await otherDirectionRunning(db, orgId, direction, sameProject, c.get("clock")())) {
-    await endTransfer(db, row.id, { state: "failed", error: "refused: a transfer in the other direction was running" }, c.get("clock")());
+    await endTransfer(db, row, { state: "failed", error: "refused: a transfer in the other direction was running" }, c.get("clock")());
     throw new ApiError("conflict", running);
   }
-  // The lease is renewed while this run lives, however long a step takes (a large upload); a run whose process died stops renewing it.
-  const beat = setInterval(() => void touchTransfer(db, row.id, c.get("clock")()).catch(() => {}), TRANSFER_HEARTBEAT_MS);
+  // The lease is renewed while this run lives, however long a step takes (a large upload); a run whose process died stops renewing it,
+  // and one taken over stops too (its next bookkeeping write is refused).
+  const beat = setInterval(
+    () =>
+      void touchTransfer(db, row, c.get("clock")())
+        .then((holds) => holds || clearInterval(beat))
+        .catch(() => {}),
+    TRANSFER_HEARTBEAT_MS,
+  );
   (beat as { unref?: () => void }).unref?.();
   return { run: { c, orgId, row, step: "read" } as Run, cloud: cloudSide(link), release: () => clearInterval(beat) };
 }
 
 /** Whether the run before this one got past `read` without recording its target (it may have made one). */
 const mayHaveCreated = (row: TransferRow) => row.step !== "read" && row.targetId === null;
+
+/**
+ * After a failure: whether this run may still undo what it did on the sides and
+ * end the transfer failed. A run that lost the transfer (a refused bookkeeping
+ * write, or found so now) leaves the sides to the run holding it, which sets
+ * every step again; only when that run ended failed (it undid only its own) does
+ * this one undo its own too. It never ends the row: that is the holder's.
+ */
+async function mayUndo(run: Run, e: unknown): Promise<{ lost: boolean; undo: boolean }> {
+  const db = run.c.get("db");
+  const lost = e instanceof LostLease || !(await touchTransfer(db, run.row, run.c.get("clock")()).catch(() => true));
+  if (!lost) return { lost, undo: true };
+  return { lost, undo: (await transferState(db, run.row.id).catch(() => undefined)) === "failed" };
+}
 
 /** The project's own tarball for the other side: its latest upload, or a snapshot of its folder taken now. */
 async function localTarball(
@@ -230,11 +258,11 @@ async function transferToCloud(c: Context<AppEnv>, id: string) {
     const home = await reusable(cloud, earlier);
     // A target an unfinished run recorded, while the cloud still has it (deleted there since: a new one is made).
     const recorded = run.row.targetId === home ? undefined : await reusable(cloud, run.row.targetId ?? undefined);
-    target = home ?? recorded ?? (await createTarget(cloud, bundle, run.row.startedAt, mayHaveCreated(run.row)));
-    await recordTarget(db, run.row.id, target, clock());
+    target = home ?? recorded ?? (await createTarget(cloud, bundle, run.row.id, mayHaveCreated(run.row)));
+    await recordTarget(db, run.row, target, clock());
 
     await enter(run, "domains");
-    await applyDomainsOrUndo(cloud, target, bundle, target !== home, async () => recordTarget(db, run.row.id, null, clock()));
+    await applyDomainsOrUndo(cloud, target, bundle, target !== home, async () => recordTarget(db, run.row, null, clock()));
 
     // The cloud's copy stays disabled until the move: a transfer that fails leaves one project serving, this one.
     ({ pushHook } = await applyRest(cloud, target, { ...bundle, disabled: true }, tarball, { step: (s) => enter(run, s), created: async () => {} }));
@@ -244,19 +272,25 @@ async function transferToCloud(c: Context<AppEnv>, id: string) {
       await cloud.call("POST", `api/projects/${target}/enable`);
       enabledThere = true;
     }
-    await moveToCloud(db, run.orgId, project.id, target, bundle.name, clock());
+    // The move and the transfer's end are one transaction, made only while this run holds the transfer.
+    await moveToCloud(db, run.row, run.orgId, project.id, target, bundle.name, clock());
     moved = true;
-    await endTransfer(db, run.row.id, { state: "done" }, clock());
   } catch (e) {
-    if (enabledThere && !moved) await cloud.call("POST", `api/projects/${target}/disable`).catch(() => {});
+    const { lost, undo } = await mayUndo(run, e);
+    if (undo && enabledThere && !moved) await cloud.call("POST", `api/projects/${target}/disable`).catch(() => {});
     const error = e instanceof Error ? e.message : String(e);
-    await endTransfer(db, run.row.id, moved ? { state: "done" } : { state: "failed", error }, clock());
+    if (!lost && !moved) await endTransfer(db, run.row, { state: "failed", error }, clock()).catch(ignoreLost);
     throw failure(c, e, run.step);
   } finally {
     release();
   }
   const view = await cloud.call<ProjectView>("GET", `api/projects/${target}`).catch(() => null);
   return { direction: "to-cloud" as const, sourceId: project.id, projectId: target, project: view, pushHook };
+}
+
+/** Ending a failed run: refused when another run took the transfer over meanwhile, which is then that run's to end. */
+function ignoreLost(e: unknown): void {
+  if (!(e instanceof LostLease)) throw e;
 }
 
 /** A cloud project made by an earlier transfer, if the cloud still has it. */
@@ -316,12 +350,12 @@ async function transferToSelfHosted(c: Context<AppEnv>, id: string) {
     const recorded = run.row.targetId && run.row.targetId !== home ? await existingLocal(db, orgId, run.row.targetId) : undefined;
     target = home ?? recorded;
     if (target) await unhide(db, orgId, target, cloudId);
-    else target = await createTarget(self, bundle, run.row.startedAt, mayHaveCreated(run.row));
-    await recordTarget(db, run.row.id, target, clock());
+    else target = await createTarget(self, bundle, run.row.id, mayHaveCreated(run.row));
+    await recordTarget(db, run.row, target, clock());
 
     await enter(run, "domains");
     await applyDomainsOrUndo(self, target, bundle, target !== home, async () => {
-      await recordTarget(db, run.row.id, null, clock());
+      await recordTarget(db, run.row, null, clock());
       target = undefined;
     });
 
@@ -335,18 +369,19 @@ async function transferToSelfHosted(c: Context<AppEnv>, id: string) {
       await self.call("POST", `api/projects/${target}/enable`);
       enabledHere = true;
     }
-    await markReturned(db, orgId, cloudId, target, bundle.name, clock());
+    // The switch and the transfer's end are one transaction, made only while this run holds the transfer.
+    await markReturned(db, run.row, orgId, cloudId, target, bundle.name, clock());
     returned = true;
-    await endTransfer(db, run.row.id, { state: "done" }, clock());
   } catch (e) {
-    if (!returned) {
+    const { lost, undo } = await mayUndo(run, e);
+    if (undo && !returned) {
       // Until a run finishes, the project is the cloud's: the partial copy goes back behind the stub (disabled), the cloud's is enabled again.
       if (enabledHere) await self.call("POST", `api/projects/${target}/disable`).catch(() => {});
       if (target) await hideAgain(db, orgId, target, cloudId);
       if (cloudDisabled) await cloud.call("POST", `api/projects/${cloudId}/enable`).catch(() => {});
     }
     const error = e instanceof Error ? e.message : String(e);
-    await endTransfer(db, run.row.id, returned ? { state: "done" } : { state: "failed", error }, clock());
+    if (!lost && !returned) await endTransfer(db, run.row, { state: "failed", error }, clock()).catch(ignoreLost);
     throw failure(c, e, run.step);
   } finally {
     release();

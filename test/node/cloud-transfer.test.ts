@@ -11,8 +11,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretContext } from "../../functions/projects/env-store";
 import { readProjectExport } from "../../functions/projects/export-store";
 import { HomePage } from "../../functions/projects/home";
-import { TRANSFER_LEASE_MS } from "../../functions/cloud/transfer-store";
-import { deployments, environments, envVars, projects, projectTransfers } from "../../shared/db/schema";
+import { markedName } from "../../functions/cloud/apply";
+import {
+  claimTransfer,
+  endTransfer,
+  LostLease,
+  moveToCloud,
+  recordStep,
+  recordTarget,
+  TRANSFER_LEASE_MS,
+  touchTransfer,
+} from "../../functions/cloud/transfer-store";
+import { cloudProjects, deployments, environments, envVars, projects, projectTransfers } from "../../shared/db/schema";
 import { newId } from "../../shared/ids";
 import {
   canaries,
@@ -232,7 +242,7 @@ describe("a transfer whose cloud dies at a step", () => {
     }
   }, 60_000);
 
-  it("a run whose process died after the cloud made the project, before its id was recorded, finds it instead of making a second", async () => {
+  it("a run whose process died after the cloud made the project, before its id was recorded, finds it by the transfer's marked name; a same-named project is never adopted or touched", async () => {
     const { shOwner, cloudOwner } = await linkedPair(sh, cloud);
     const p = await richProject(sh, shOwner, canaries());
     const before = await localExport(sh, shOwner.orgId, p.id);
@@ -245,13 +255,50 @@ describe("a transfer whose cloud dies at a step", () => {
     } finally {
       sh.hook.current = undefined;
     }
+    // The cloud made the target under the transfer's marked name (the project step, not reached, renames it).
+    const [row] = await sh.db.select().from(projectTransfers).where(eq(projectTransfers.sourceId, p.id));
+    const marked = markedName(p.name, row!.id);
+    expect(marked).toContain(row!.id);
+    expect((await cloudProjectsNamed(cloudOwner.orgId, marked)).map((r) => r.id)).toEqual([row!.targetId]);
+
+    // Meanwhile another member makes a project of the same name in the cloud organization, with a variable of its own.
+    const other = await cloud.seedMember(cloudOwner.orgId, "admin");
+    const decoy = await expectStatus<{ id: string }>(
+      await cloud.request("/api/projects", { token: other.token, org: other.orgId, json: { name: p.name } }),
+      201,
+    );
+    await expectStatus(
+      await cloud.request(`/api/projects/${decoy.id}/env`, {
+        method: "PATCH",
+        token: other.token,
+        org: other.orgId,
+        json: { environment: "production", upserts: [{ key: "THEIRS", value: "keep me", isSecret: false }] },
+      }),
+      200,
+    );
+    const decoyBefore = await cloudExport(cloud, cloudOwner, decoy.id);
+
     // What a process that died right after the cloud's create leaves: the row still running, its lease run out, no target recorded.
     const stale = new Date(Date.now() - TRANSFER_LEASE_MS - 1000);
     await sh.db.update(projectTransfers).set({ state: "running", step: "create", targetId: null, updatedAt: stale }).where(eq(projectTransfers.sourceId, p.id));
     const moved = await transferOk(sh, shOwner, p.id, "to-cloud");
-    expect((await cloudProjectsNamed(cloudOwner.orgId, p.name)).map((r) => r.id)).toEqual([moved.projectId]);
+    // Resumed into the marked project, renamed; the decoy is neither adopted nor changed.
+    expect(moved.projectId).toBe(row!.targetId);
+    expect(moved.project?.name).toBe(p.name);
+    expect((await cloudProjectsNamed(cloudOwner.orgId, p.name)).map((r) => r.id).sort()).toEqual([decoy.id, moved.projectId].sort());
+    expect(await cloudProjectsNamed(cloudOwner.orgId, marked)).toEqual([]);
     expect(comparable(await cloudExport(cloud, cloudOwner, moved.projectId))).toEqual(comparable(before));
+    expect(await cloudExport(cloud, cloudOwner, decoy.id)).toEqual(decoyBefore);
   }, 60_000);
+
+  it("a marked name stays within the name limit, whole characters only", () => {
+    const id = newId("trf");
+    expect(markedName("app", id)).toBe(`app (transfer ${id})`);
+    const long = markedName(`${"x".repeat(57)}😀😀 tail`, id);
+    expect(long.length).toBeLessThanOrEqual(100);
+    expect(long).toBe(`${"x".repeat(57)} (transfer ${id})`);
+    expect(markedName("y".repeat(100), id)).toHaveLength(100);
+  });
 
   it("a running transfer whose lease has not run out is not taken over (409)", async () => {
     const { shOwner } = await linkedPair(sh, cloud);
@@ -510,5 +557,80 @@ describe("transfers in both directions at once", () => {
     }
     // Nothing left held: the project moves again.
     await transferOk(sh, shOwner, p.id, "to-cloud");
+  }, 60_000);
+});
+
+describe("a run taken over (its lease ran out while it stalled)", () => {
+  it("has every bookkeeping write refused, and cannot move the project", async () => {
+    const owner = await seedTenant(sh);
+    const p = await projectHelpers(sh).create(owner);
+    const first = (await claimTransfer(sh.db, owner.orgId, "to-cloud", p.id, new Date()))!;
+    expect(first.runId).toBeTruthy();
+    await recordStep(sh.db, first, "env", new Date());
+    // The first run stalls past its lease; a second run claims the transfer.
+    await sh.db
+      .update(projectTransfers)
+      .set({ updatedAt: new Date(Date.now() - TRANSFER_LEASE_MS - 1000) })
+      .where(eq(projectTransfers.id, first.id));
+    const second = (await claimTransfer(sh.db, owner.orgId, "to-cloud", p.id, new Date()))!;
+    expect(second.id).toBe(first.id);
+    expect(second.runId).not.toBe(first.runId);
+    const [held] = await sh.db.select().from(projectTransfers).where(eq(projectTransfers.id, first.id));
+
+    // The first run wakes up: nothing it writes lands.
+    await expect(recordStep(sh.db, first, "clone-token", new Date())).rejects.toBeInstanceOf(LostLease);
+    await expect(recordTarget(sh.db, first, "prj_elsewhere", new Date())).rejects.toBeInstanceOf(LostLease);
+    expect(await touchTransfer(sh.db, first, new Date(Date.now() + 5000))).toBe(false);
+    await expect(moveToCloud(sh.db, first, owner.orgId, p.id, "prj_elsewhere", "x", new Date())).rejects.toBeInstanceOf(LostLease);
+    await expect(endTransfer(sh.db, first, { state: "failed", error: "stale" }, new Date())).rejects.toBeInstanceOf(LostLease);
+    expect((await sh.db.select().from(projectTransfers).where(eq(projectTransfers.id, first.id)))[0]).toEqual(held);
+    const [local] = await sh.db.select({ movedToCloud: projects.movedToCloud, disabledAt: projects.disabledAt }).from(projects).where(eq(projects.id, p.id));
+    expect(local).toEqual({ movedToCloud: null, disabledAt: null });
+    expect(await sh.db.select().from(cloudProjects).where(eq(cloudProjects.orgId, owner.orgId))).toEqual([]);
+
+    // The run holding it writes as before.
+    await recordStep(sh.db, second, "env", new Date());
+    expect(await touchTransfer(sh.db, second, new Date())).toBe(true);
+    await endTransfer(sh.db, second, { state: "failed", error: "test" }, new Date());
+  });
+
+  it("stops at its next step with 409 naming it, the project not moved, the holder's row untouched; run again, the transfer finishes", async () => {
+    const { shOwner, cloudOwner } = await linkedPair(sh, cloud);
+    const p = await richProject(sh, shOwner, canaries());
+    const before = await localExport(sh, shOwner.orgId, p.id);
+    let taker: Awaited<ReturnType<typeof claimTransfer>>;
+    sh.hook.current = async (direction, step) => {
+      if (direction !== "to-cloud" || step !== "finish") return;
+      // Here the run stalls past its lease and another claims the transfer.
+      await sh.db
+        .update(projectTransfers)
+        .set({ updatedAt: new Date(Date.now() - TRANSFER_LEASE_MS - 1000) })
+        .where(eq(projectTransfers.sourceId, p.id));
+      taker = await claimTransfer(sh.db, shOwner.orgId, "to-cloud", p.id, new Date());
+    };
+    let held: typeof projectTransfers.$inferSelect | undefined;
+    try {
+      const problem = await expectProblem(await transfer(sh, shOwner, p.id, "to-cloud"), 409);
+      expect(problem).toMatchObject({ step: "finish" });
+      expect(problem.detail).toMatch(/taken over/);
+      [held] = await sh.db.select().from(projectTransfers).where(eq(projectTransfers.sourceId, p.id));
+    } finally {
+      sh.hook.current = undefined;
+    }
+    // Not moved: the local project is shown and enabled here, unchanged; the cloud knows no copy of it.
+    expect(await localList(shOwner)).toContain(p.id);
+    const [local] = await sh.db.select({ movedToCloud: projects.movedToCloud, disabledAt: projects.disabledAt }).from(projects).where(eq(projects.id, p.id));
+    expect(local).toEqual({ movedToCloud: null, disabledAt: null });
+    expect(await localExport(sh, shOwner.orgId, p.id)).toEqual(before);
+    expect(await sh.db.select().from(cloudProjects).where(eq(cloudProjects.orgId, shOwner.orgId))).toEqual([]);
+    // The row is the taker's: running, its run id, not ended or failed by the stale run.
+    expect(held).toMatchObject({ state: "running", runId: taker!.runId, error: null });
+
+    // The taker's run ends (here: it fails); run again, the transfer resumes into the same cloud project.
+    await endTransfer(sh.db, taker!, { state: "failed", error: "test" }, new Date());
+    const moved = await transferOk(sh, shOwner, p.id, "to-cloud");
+    expect(moved.projectId).toBe(held!.targetId);
+    expect((await cloudProjectsNamed(cloudOwner.orgId, p.name)).map((r) => r.id)).toEqual([moved.projectId]);
+    expect(comparable(await cloudExport(cloud, cloudOwner, moved.projectId))).toEqual(comparable(before));
   }, 60_000);
 });

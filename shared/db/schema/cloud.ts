@@ -68,6 +68,8 @@ export const projectTransfers = pgTable(
     step: text("step").notNull(),
     state: text("state", { enum: TRANSFER_STATES }).notNull(),
     error: text("error"),
+    /** The run holding the transfer, set at each claim: every bookkeeping write of a run is conditioned on it, so a run taken over writes nothing more. */
+    runId: text("run_id"),
     startedAt: ts("started_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
   },
