@@ -1,19 +1,25 @@
 /**
  * The client address sign-in is rate-limited by. On the Worker, Cloudflare's
  * `CF-Connecting-IP` (set by Cloudflare's edge, which overwrites a client's
- * own); on the Node adapter, the connection's peer (the header is not believed
- * there: anyone could send it). An IPv6 client counts as its /64, which one
+ * own); on the Node adapter, the connection's peer, or behind a trusted proxy
+ * (TRUSTED_PROXIES) the client `X-Forwarded-For` names, read as the edge reads
+ * it (shared/net/forwarded-client.ts). Without trusted proxies neither header is
+ * believed there: anyone could send them, and behind an untrusted proxy every
+ * client shares the proxy's budget. An IPv6 client counts as its /64, which one
  * subscriber usually holds whole. Unknown (a request made in-process): none,
  * and only the per-address limit applies.
  */
 import type { IncomingMessage } from "node:http";
 import type { AppContext } from "../../shared/http/context";
 import { parseAddress } from "../../shared/net/cidr";
+import { clientAddress } from "../../shared/net/forwarded-client";
 
 function peerOf(c: AppContext): string | undefined {
-  if (c.get("config").mode === "cloud") return c.req.header("cf-connecting-ip");
+  const config = c.get("config");
+  if (config.mode === "cloud") return c.req.header("cf-connecting-ip");
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress;
+  const peer = incoming?.socket?.remoteAddress;
+  return clientAddress(peer, c.req.header("x-forwarded-for"), config.trustedProxies ?? []).text || undefined;
 }
 
 export function clientKey(c: AppContext): string | undefined {

@@ -1,8 +1,13 @@
 /**
  * Sign-in limits. A code is 6 digits, lives 10 minutes and allows 5 tries; with
- * at most 5 codes an hour per address that is 25 guesses an hour at one address
- * (one chance in 40,000). Codes per client address bound how many addresses one
- * client can make us write to.
+ * at most 5 codes an hour per address that would be 25 guesses an hour at one
+ * address, for ever. Failed verifies per address are capped too: 20 in 24 hours
+ * (one chance in 50,000 a day; about 1 in 137 a year of trying), after which
+ * verify answers 429 until the window passes. The price: anyone can use up an
+ * address's 20 and keep its owner from signing in by code for a day (a token
+ * still works, and the limit never tells whether the address has an account).
+ * Codes per client address bound how many addresses one client can make us
+ * write to.
  */
 import { sha256Hex } from "../../shared/crypto/encoding";
 import type { Take } from "../notifications/rate-limit";
@@ -25,4 +30,14 @@ export async function loginTakes(email: string, client: string | undefined): Pro
   const takes: Take[] = [{ key: `auth:login:email:${await sha256Hex(email)}`, ...LOGIN_LIMITS.perAddress }];
   if (client) takes.push({ key: `auth:login:client:${client}`, ...LOGIN_LIMITS.perClient });
   return takes;
+}
+
+/** Failed verifies per e-mail address: a fixed window from the first failure counted. */
+export const VERIFY_FAILURE_LIMIT = { max: 20, windowMs: 24 * 60 * MINUTE };
+
+export const VERIFY_FAILURE_TEXT = `${VERIFY_FAILURE_LIMIT.max} wrong codes per e-mail address in 24 hours`;
+
+/** The rate-limit take of one verify (keyed by the address's hash, like loginTakes). */
+export async function verifyFailureTake(email: string): Promise<Take> {
+  return { key: `auth:verify:fail:email:${await sha256Hex(email)}`, ...VERIFY_FAILURE_LIMIT };
 }

@@ -28,7 +28,7 @@ export const signedInResponse = {
   headers: {
     "Set-Cookie": {
       description:
-        "`__Host-wsp_session=<opaque id>; Max-Age=…; Path=/; HttpOnly; Secure; SameSite=Lax` (`wsp_session` without `Secure` when the request came to plain-HTTP 127.0.0.1, localhost or [::1])",
+        "`__Host-wsp_session=<opaque id>; Max-Age=…; Path=/; HttpOnly; Secure; SameSite=Lax` (`wsp_session` without `Secure` when the origin is plain-HTTP 127.0.0.1, localhost or [::1]: PUBLIC_URL's when set, else the request's)",
       schema: { type: "string" as const },
     },
   },

@@ -95,8 +95,9 @@ export async function authenticateSession(db: Db, secret: string, orgHeader: str
     sessionId: row.sessionId,
     caller: {
       userId: row.userId,
-      // A session opened with a token stands for that token (tokens minted through it never outlive it); otherwise the session itself.
-      tokenId: row.tokenId ?? row.sessionId,
+      // The session itself, also when opened with a token: tokens minted through the cookie are capped at the session's
+      // absolute expiry (capToParent), which is already no later than that token's.
+      tokenId: row.sessionId,
       scopes: null,
       orgId: row.memberOrg,
       role: row.role,

@@ -10,6 +10,11 @@
  * (login CSRF). On `http://127.0.0.1`, `localhost` or `[::1]` a Secure cookie
  * would not come back over plain HTTP in every browser, so it is `wsp_session`
  * without `Secure`; each kind of origin reads only its own name.
+ *
+ * The origin is PUBLIC_URL's when it is set, else the request URL's: behind a
+ * reverse proxy that rewrites Host to 127.0.0.1:PORT the request URL is plain
+ * loopback while the browser is on the HTTPS site, and the cookie must still be
+ * `__Host-…; Secure` there.
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
@@ -35,9 +40,14 @@ export function isPlainLoopback(url: URL): boolean {
   return url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
 }
 
-/** The cookie's name for the origin the request came to. */
-export function sessionCookieName(requestUrl: string): string {
-  return isPlainLoopback(new URL(requestUrl)) ? NAME : SECURE_NAME;
+/** The origin the cookie is for: PUBLIC_URL when set (the browser's origin behind a proxy), else the request's. */
+function cookieOrigin(requestUrl: string, publicUrl: string | undefined): URL {
+  return new URL(publicUrl ?? requestUrl);
+}
+
+/** The cookie's name for the origin the request came to (PUBLIC_URL's when set). */
+export function sessionCookieName(requestUrl: string, publicUrl?: string): string {
+  return isPlainLoopback(cookieOrigin(requestUrl, publicUrl)) ? NAME : SECURE_NAME;
 }
 
 export function newSessionSecret(): string {
@@ -47,12 +57,12 @@ export function newSessionSecret(): string {
 /** The session cookie's value, if the request carries a well-formed one under this origin's name. */
 export function readSessionCookie(c: Context<AppEnv>): string | undefined {
   if (!c.req.header("cookie")) return undefined;
-  const value = getCookie(c, sessionCookieName(c.req.url));
+  const value = getCookie(c, sessionCookieName(c.req.url, c.get("config")?.publicUrl));
   return value && COOKIE_VALUE.test(value) ? value : undefined;
 }
 
 function attributes(c: Context<AppEnv>) {
-  const secure = !isPlainLoopback(new URL(c.req.url));
+  const secure = !isPlainLoopback(cookieOrigin(c.req.url, c.get("config")?.publicUrl));
   return { name: secure ? SECURE_NAME : NAME, secure };
 }
 
@@ -68,9 +78,9 @@ export function clearSessionCookie(c: Context<AppEnv>): void {
   deleteCookie(c, name, { path: "/", httpOnly: true, sameSite: "Lax", secure });
 }
 
-/** The `Set-Cookie` value that clears the cookie, for an error answer (the guard's 401). */
-export function clearingCookieHeader(requestUrl: string): string {
-  const secure = !isPlainLoopback(new URL(requestUrl));
+/** The `Set-Cookie` value that clears the cookie, for an error answer (the guard's 401); pass PUBLIC_URL when set. */
+export function clearingCookieHeader(requestUrl: string, publicUrl?: string): string {
+  const secure = !isPlainLoopback(cookieOrigin(requestUrl, publicUrl));
   return `${secure ? SECURE_NAME : NAME}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
 }
 

@@ -24,6 +24,8 @@ export interface ServiceConfig {
   publicUrl?: string;
   /** CLOUD_API_URL (Node adapter): the default cloud API of PUT /api/cloud/link. */
   cloudApiUrl?: string;
+  /** TRUSTED_PROXIES (Node adapter): proxies whose X-Forwarded-For names the client for the sign-in limits; absent or empty: the connection's peer. */
+  trustedProxies?: import("../net/cidr").Cidr[];
 }
 
 export interface EdgeRoutes {

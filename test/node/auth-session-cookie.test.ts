@@ -1,8 +1,13 @@
 /**
  * The session cookie on the Node adapter as an operator runs it: its name and
- * attributes per origin (plain-HTTP loopback gets `wsp_session` without Secure),
- * PUBLIC_URL's origin accepted by the same-origin check, and the per-client
- * sign-in limit keyed by the connection's peer (an IPv6 client by its /64).
+ * attributes per origin (plain-HTTP loopback gets `wsp_session` without Secure,
+ * unless PUBLIC_URL says the browser is on HTTPS behind a proxy), PUBLIC_URL's
+ * origin accepted by the same-origin check, and the per-client sign-in limit
+ * keyed by the connection's peer (an IPv6 client by its /64), or behind
+ * TRUSTED_PROXIES by the client X-Forwarded-For names.
+ *
+ * Two instances: `app` with PUBLIC_URL (https) and no trusted proxies, `proxied`
+ * without PUBLIC_URL and with loopback as its trusted proxy.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,33 +30,60 @@ import { TEST_SECRET_KEYS } from "../support/test-keys";
 
 const PUBLIC_URL = "https://console.example.test";
 
-let database: PgliteDatabase;
-let node: NodeServices;
+type App = ReturnType<typeof createApp>;
+
+interface Instance {
+  database: PgliteDatabase;
+  node: NodeServices;
+  dataDir: string;
+  app: App;
+}
+
 let smtp: SmtpReceiver;
 let mailer: ReturnType<typeof createSmtpMailer>;
-let dataDir: string;
-let app: ReturnType<typeof createApp>;
+let main: Instance;
+let behindProxy: Instance;
+let app: App;
+let proxied: App;
+
+async function instance(env: Record<string, string>): Promise<Instance> {
+  const database = await openPglite({ loadDataDir: new Blob([readFileSync(inject("pgliteDump"))]), migrate: false });
+  const dataDir = mkdtempSync(join(tmpdir(), "ws-auth-"));
+  const config = loadNodeConfig({ DATA_DIR: dataDir, SECRET_KEYS: TEST_SECRET_KEYS, RUNNER: "off", ...env });
+  const node = await createNodeServices(config, database, await createKeyring(TEST_SECRET_KEYS), silentLogger, { mailer, wakeDeliveries: () => {} });
+  return { database, node, dataDir, app: createApp({ services: () => node.services, logger: silentLogger, extraRouters: node.extraRouters }) };
+}
+
+async function closeInstance(i: Instance | undefined) {
+  await i?.node.close();
+  await i?.database.close();
+  if (i) rmSync(i.dataDir, { recursive: true, force: true });
+}
 
 beforeAll(async () => {
-  database = await openPglite({ loadDataDir: new Blob([readFileSync(inject("pgliteDump"))]), migrate: false });
-  dataDir = mkdtempSync(join(tmpdir(), "ws-auth-"));
   smtp = await startSmtpReceiver();
   mailer = createSmtpMailer({ url: smtp.url, from: "Workspace <sign-in@workspace.test>" });
-  const config = loadNodeConfig({ DATA_DIR: dataDir, SECRET_KEYS: TEST_SECRET_KEYS, PUBLIC_URL, RUNNER: "off" });
-  node = await createNodeServices(config, database, await createKeyring(TEST_SECRET_KEYS), silentLogger, { mailer, wakeDeliveries: () => {} });
-  app = createApp({ services: () => node.services, logger: silentLogger, extraRouters: node.extraRouters });
+  main = await instance({ PUBLIC_URL });
+  behindProxy = await instance({ TRUSTED_PROXIES: "127.0.0.0/8,::1/128" });
+  app = main.app;
+  proxied = behindProxy.app;
 });
 
 afterAll(async () => {
-  await node?.close();
+  await closeInstance(main);
+  await closeInstance(behindProxy);
   mailer?.close();
   await smtp?.close();
-  await database?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
+type CallInit = { json?: unknown; headers?: Record<string, string>; method?: string; peer?: string };
+
 /** A request to `origin` as the Node listener hands it over, from the peer `peer`. */
-function call(origin: string, path: string, init: { json?: unknown; headers?: Record<string, string>; method?: string; peer?: string } = {}) {
+function call(origin: string, path: string, init: CallInit = {}) {
+  return callApp(app, origin, path, init);
+}
+
+function callApp(app: App, origin: string, path: string, init: CallInit = {}) {
   const headers = new Headers(init.headers);
   if (init.json !== undefined) headers.set("content-type", "application/json");
   const request = new Request(`${origin}${path}`, {
@@ -62,7 +94,7 @@ function call(origin: string, path: string, init: { json?: unknown; headers?: Re
   return app.fetch(request, { incoming: { socket: { remoteAddress: init.peer ?? "127.0.0.1" } } });
 }
 
-const seed = () => seedTenant({ db: database.db } as Harness);
+const seed = (i: Instance = main) => seedTenant({ db: i.database.db } as Harness);
 
 describe("cookie name and attributes", () => {
   it("knows plain-HTTP loopback origins", () => {
@@ -74,21 +106,40 @@ describe("cookie name and attributes", () => {
     expect(sessionCookieName("https://app.example.com/api")).toBe("__Host-wsp_session");
   });
 
-  it("sets wsp_session without Secure on http://127.0.0.1, and the cookie works there only under that name", async () => {
-    const t = await seed();
+  it("without PUBLIC_URL, sets wsp_session without Secure on http://127.0.0.1, and the cookie works there only under that name", async () => {
+    const t = await seed(behindProxy);
     for (const origin of ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"]) {
-      const res = await call(origin, "/api/auth/token", { json: { token: t.token } });
+      const res = await callApp(proxied, origin, "/api/auth/token", { json: { token: t.token } });
       await expectStatus(res, 200);
       const setCookie = res.headers.get("set-cookie")!;
       expect(setCookie, origin).toMatch(/^wsp_session=wss_[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Lax$/);
       const cookie = setCookie.split(";")[0]!;
-      expect((await expectStatus(await call(origin, "/api/me", { headers: { cookie } }), 200)).user.id).toBe(t.userId);
+      expect((await expectStatus(await callApp(proxied, origin, "/api/me", { headers: { cookie } }), 200)).user.id).toBe(t.userId);
       // The same value under the __Host- name is not read on a loopback origin, nor the plain name elsewhere.
-      await expectProblem(await call(origin, "/api/me", { headers: { cookie: `__Host-${cookie}` } }), 401);
-      await expectProblem(await call("https://console.example.test", "/api/me", { headers: { cookie } }), 401);
+      await expectProblem(await callApp(proxied, origin, "/api/me", { headers: { cookie: `__Host-${cookie}` } }), 401);
+      await expectProblem(await callApp(proxied, "https://console.example.test", "/api/me", { headers: { cookie } }), 401);
     }
-    const secure = await call("https://127.0.0.1:8443", "/api/auth/token", { json: { token: t.token } });
+    const secure = await callApp(proxied, "https://127.0.0.1:8443", "/api/auth/token", { json: { token: t.token } });
     expect(secure.headers.get("set-cookie")).toMatch(/^__Host-wsp_session=wss_[^;]+; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+  });
+
+  it("with an https PUBLIC_URL, sets __Host-wsp_session with Secure even when the proxy rewrote Host to 127.0.0.1:PORT", async () => {
+    const t = await seed();
+    expect(sessionCookieName("http://127.0.0.1:8787/api", PUBLIC_URL)).toBe("__Host-wsp_session");
+    expect(sessionCookieName("https://app.example.com/api", "http://localhost:8787")).toBe("wsp_session");
+    const res = await call("http://127.0.0.1:8787", "/api/auth/token", { json: { token: t.token } });
+    await expectStatus(res, 200);
+    const setCookie = res.headers.get("set-cookie")!;
+    expect(setCookie).toMatch(/^__Host-wsp_session=wss_[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    const cookie = setCookie.split(";")[0]!;
+    // Read under PUBLIC_URL's name whatever Host the proxy sent; the plain name is not.
+    expect((await expectStatus(await call("http://127.0.0.1:8787", "/api/me", { headers: { cookie } }), 200)).user.id).toBe(t.userId);
+    expect((await expectStatus(await call(PUBLIC_URL, "/api/me", { headers: { cookie } }), 200)).user.id).toBe(t.userId);
+    await expectProblem(await call("http://127.0.0.1:8787", "/api/me", { headers: { cookie: cookie.replace(/^__Host-/, "") } }), 401);
+    // Logging out clears it under the same name, with Secure.
+    const out = await call("http://127.0.0.1:8787", "/api/auth/logout", { method: "POST", headers: { cookie, origin: PUBLIC_URL } });
+    await expectStatus(out, 204);
+    expect(out.headers.get("set-cookie")).toMatch(/^__Host-wsp_session=; Max-Age=0; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
   });
 });
 
@@ -127,6 +178,29 @@ describe("per-client sign-in limit", () => {
       headers: { "cf-connecting-ip": "192.0.2.200" },
     });
     await expectProblem(spoofed, 429);
+  });
+
+  it("behind TRUSTED_PROXIES, keys the limit by the client X-Forwarded-For names; without them the header is ignored", async () => {
+    const login = (target: App, forwardedFor: string, peer = "127.0.0.1") =>
+      callApp(target, "http://127.0.0.1:8787", "/api/auth/login", {
+        json: { email: `${newId("x")}@example.test` },
+        peer,
+        headers: { "x-forwarded-for": forwardedFor },
+      });
+    // Trusted loopback proxy: each forwarded client has its own budget.
+    for (let i = 0; i < LOGIN_LIMITS.perClient.max; i++) await expectStatus(await login(proxied, "203.0.113.1"), 202);
+    await expectProblem(await login(proxied, "203.0.113.1"), 429);
+    // The header read from the right: the client is the last address that is not a trusted proxy.
+    await expectProblem(await login(proxied, "198.51.100.66, 203.0.113.1, 127.0.0.1"), 429);
+    await expectStatus(await login(proxied, "203.0.113.2"), 202);
+    await expectStatus(await login(proxied, "203.0.113.1, 203.0.113.3", "::1"), 202);
+    // A peer that is not a trusted proxy is keyed by itself, whatever it forwards.
+    for (let i = 0; i < LOGIN_LIMITS.perClient.max; i++) await expectStatus(await login(proxied, `203.0.113.${100 + i}`, "192.0.2.50"), 202);
+    await expectProblem(await login(proxied, "203.0.113.200", "192.0.2.50"), 429);
+
+    // Without TRUSTED_PROXIES every client behind the proxy shares its address: the header changes nothing.
+    for (let i = 0; i < LOGIN_LIMITS.perClient.max; i++) await expectStatus(await login(app, `203.0.113.${i + 1}`), 202);
+    await expectProblem(await login(app, "203.0.113.250"), 429);
   });
 
   it("mails the code over SMTP to an address with an account only", async () => {

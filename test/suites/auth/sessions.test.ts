@@ -90,6 +90,43 @@ describe("sessions", () => {
   });
 });
 
+describe("tokens minted with the cookie", () => {
+  it("never outlive the session they were minted with, and outlive its logout until their own expiry", async () => {
+    const t = await seedTenant(h);
+    const cookie = await signInByCode(h, env, t.email);
+    const session = (await expectStatus(await h.request("/api/auth/sessions", withCookie(cookie)), 200)).items[0];
+    const sessionEnd = Date.parse(session.expiresAt);
+    const mint = (json: Record<string, unknown>) => h.request("/api/tokens", withCookie(cookie, { method: "POST", json: { name: "console", ...json } }));
+    // No expiry asked for: the session's absolute expiry, not "never".
+    const open = await expectStatus(await mint({}), 201);
+    expect(open.expiresAt).not.toBeNull();
+    expect(Date.parse(open.expiresAt)).toBe(sessionEnd);
+    // Later than the session: capped; sooner: kept.
+    const late = await expectStatus(await mint({ expiresAt: new Date(Date.now() + 30 * 24 * 3600_000).toISOString() }), 201);
+    expect(Date.parse(late.expiresAt)).toBe(sessionEnd);
+    const soonAt = new Date(Date.now() + 3600_000).toISOString();
+    const soon = await expectStatus(await mint({ expiresAt: soonAt }), 201);
+    expect(Date.parse(soon.expiresAt)).toBe(Date.parse(soonAt));
+    // And a token minted by that token is capped in turn.
+    const child = await expectStatus(await h.request("/api/tokens", { token: open.token, json: { name: "child" } }), 201);
+    expect(Date.parse(child.expiresAt)).toBe(sessionEnd);
+
+    // Logout ends the session, not what it minted (as revoking a token does not revoke its children).
+    await expectStatus(await h.request("/api/auth/logout", withCookie(cookie, { method: "POST" })), 204);
+    await expectProblem(await h.request("/api/me", withCookie(cookie)), 401);
+    expect((await expectStatus(await h.request("/api/me", { token: open.token }), 200)).user.id).toBe(t.userId);
+  });
+
+  it("from a session opened with a token that never expires, are capped at the session's 7 days (self-hosted)", async ({ skip }) => {
+    if (h.runtime === "worker") skip();
+    const t = await seedTenant(h);
+    const res = await h.request("/api/auth/token", { json: { token: t.token } });
+    const body = await expectBody(res, 200, SignedInSchema);
+    const minted = await expectStatus(await h.request("/api/tokens", withCookie(sessionCookieOf(res), { method: "POST", json: { name: "console" } })), 201);
+    expect(Date.parse(minted.expiresAt)).toBe(Date.parse(body.session.expiresAt));
+  });
+});
+
 describe("roles", () => {
   it("a demotion or removal holds at once for the cookie", async () => {
     const owner = await seedTenant(h);

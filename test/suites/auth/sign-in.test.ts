@@ -1,6 +1,7 @@
 /** Sign-in by e-mailed code: the mail, the cookie, tries, expiry, the same answer for unknown addresses, the rate limit. */
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { verifyFailureTake } from "../../../functions/auth/limits";
 import { SignedInSchema } from "../../../functions/auth/schema";
 import { newId } from "../../../shared/ids";
 import { dumpAllTables, expectBody, expectProblem, expectStatus, seedTenant } from "../../support/harness";
@@ -85,6 +86,37 @@ describe("sign-in by code", () => {
     // One try left: of several right answers racing, exactly one opens a session.
     const rights = await Promise.all(Array.from({ length: 6 }, () => h.request("/api/auth/verify", { json: { email: t.email, code } })));
     expect(rights.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
+  });
+
+  it("caps wrong codes per address at 20 in 24 hours: past them even the right code is 429 with Retry-After; successes do not count", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    const verify = (email: string, code: string) => h.request("/api/auth/verify", { json: { email, code } });
+    await expectStatus(await h.request("/api/auth/login", { json: { email: t.email } }), 202);
+    const first = await codeFor(env, t.email);
+    const wrong = (code: string) => (code === "123456" ? "654321" : "123456");
+    // 5 against the live code, then 14 with none left: every failure counts alike.
+    for (let i = 0; i < 19; i++) await expectProblem(await verify(t.email, wrong(first)), 400, "code");
+    // A sign-in gives its unit back.
+    const before = mailsTo(env, t.email).length;
+    await expectStatus(await h.request("/api/auth/login", { json: { email: t.email } }), 202);
+    await expectStatus(await verify(t.email, await codeFor(env, t.email, before)), 200);
+    await expectProblem(await verify(t.email, "000000"), 400, "code");
+
+    const last = mailsTo(env, t.email).length;
+    await expectStatus(await h.request("/api/auth/login", { json: { email: t.email } }), 202);
+    const code = await codeFor(env, t.email, last);
+    const refused = await verify(t.email, code);
+    const body = await expectProblem(refused, 429);
+    expect(body.detail).toMatch(/20 wrong codes per e-mail address in 24 hours/);
+    const retry = Number(refused.headers.get("retry-after"));
+    expect(retry).toBeGreaterThan(23 * 3600);
+    expect(retry).toBeLessThanOrEqual(24 * 3600);
+    // The code was not tried (it works once the window has passed), and the limit is the address's own.
+    const { key } = await verifyFailureTake(t.email.toLowerCase());
+    await h.db.execute(sql`update rate_limits set window_end = now() - interval '1 second' where key = ${key}`);
+    await expectStatus(await verify(t.email, code), 200);
+    await expectProblem(await verify(other.email, "000000"), 400, "code");
   });
 
   it("refuses an expired code", async () => {
