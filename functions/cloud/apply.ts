@@ -39,6 +39,7 @@ export interface ApplyHooks {
 interface Project {
   id: string;
   name: string;
+  framework: string;
 }
 
 const gitFields = (b: ProjectExport) => ({
@@ -48,55 +49,45 @@ const gitFields = (b: ProjectExport) => ({
   gitBranch: b.git?.branch ?? null,
 });
 
-/** The project name's limit on both sides (ProjectName). */
-const NAME_LIMIT = 100;
-
 /**
- * The name a transfer creates its target under until the `project` step sets the
- * real one: the bundle's name (cut to fit, never inside a character) and the
- * transfer's id. It tells the project this transfer made from any other on that
- * side, however named or whenever made, so a retry never adopts someone else's.
+ * The framework a transfer creates its target with until the `project` step sets the
+ * real one: `transfer.<transfer id>`. It tells the project this transfer made from
+ * any other on that side, however named or whenever made, so a retry never adopts
+ * someone else's; and unlike a marked name it leaves the free-route slug alone (the
+ * slug comes from the name at creation and never changes).
  */
-export function markedName(name: string, transferId: string): string {
-  const marker = ` (transfer ${transferId})`;
-  let head = "";
-  for (const ch of name) {
-    if (head.length + ch.length + marker.length > NAME_LIMIT) break;
-    head += ch;
-  }
-  return `${head.trimEnd()}${marker}`;
-}
+export const transferMarker = (transferId: string) => `transfer.${transferId}`;
 
 /**
- * Creates the target project under the transfer's marked name (or, `retried`,
- * finds the one an interrupted run created under it) and returns its id.
+ * Creates the target project with the transfer's marker (or, `retried`, finds the
+ * one an interrupted run created with it) and returns its id.
  */
 export async function createTarget(side: Side, bundle: ProjectExport, transferId: string, retried: boolean): Promise<string> {
-  const name = markedName(bundle.name, transferId);
+  const marker = transferMarker(transferId);
   if (retried) {
-    // A run interrupted between the side creating the project and us recording its id: the project is there under this transfer's marked name.
-    const found = await findNamed(side, name);
+    // A run interrupted between the side creating the project and us recording its id: the project is there with this transfer's marker.
+    const found = await findMarked(side, marker);
     if (found) return found;
   }
   const git = gitFields(bundle);
   const created = await side.call<Project>("POST", "api/projects", {
-    name,
-    framework: bundle.framework,
+    name: bundle.name,
+    framework: marker,
     ...(git.gitProvider && git.gitProvider !== "upload" ? { gitProvider: git.gitProvider, gitOwner: git.gitOwner, gitRepo: git.gitRepo } : {}),
     ...(git.gitBranch ? { gitBranch: git.gitBranch } : {}),
   });
   return created.id;
 }
 
-/** The project named exactly `name` (a transfer's marked name: only that transfer creates it); the newest if ever more than one. */
-async function findNamed(side: Side, name: string): Promise<string | undefined> {
+/** The project carrying `marker` as its framework (only that transfer creates it); the newest if ever more than one. */
+async function findMarked(side: Side, marker: string): Promise<string | undefined> {
   let cursor: string | null = null;
   let newest: string | undefined;
   do {
     const query: string = `api/projects?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
     const page: { items: Project[]; nextCursor: string | null } = await side.call("GET", query);
     // The list is oldest first, so the last match over all pages is the newest.
-    const match = page.items.filter((p) => p.name === name).pop();
+    const match = page.items.filter((p) => p.framework === marker).pop();
     if (match) newest = match.id;
     cursor = page.nextCursor;
   } while (cursor);

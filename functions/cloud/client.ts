@@ -5,6 +5,7 @@
  * not be reached (or answered nonsense), or it answered with a problem.
  */
 import { readBodyText } from "../../shared/http/json-body";
+import { cloudTransport } from "./transport";
 
 /** What a request to the cloud needs (the decrypted link). */
 export interface CloudLinkCredentials {
@@ -49,7 +50,7 @@ export async function cloudFetch(link: CloudLinkCredentials, path: string, init:
   headers.set("x-organization-id", link.cloudOrgId);
   const signals = [init.signal, init.timeoutMs === undefined ? undefined : AbortSignal.timeout(init.timeoutMs)].filter((s): s is AbortSignal => Boolean(s));
   try {
-    return await fetch(cloudUrl(link, path), {
+    return await cloudTransport()(cloudUrl(link, path), {
       ...init,
       headers,
       redirect: "manual",
@@ -61,6 +62,8 @@ export async function cloudFetch(link: CloudLinkCredentials, path: string, init:
 }
 
 function reasonOf(e: unknown): string {
+  // The outbound guard's own words (a private or metadata address refused, naming the setting).
+  if (e instanceof Error && e.name === "GitFetchRefused") return `the cloud's address is refused: ${e.message}`;
   if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) return "the cloud did not answer in time";
   const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
   const code = cause && "code" in cause ? String((cause as { code: unknown }).code) : undefined;

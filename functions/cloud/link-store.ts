@@ -47,6 +47,8 @@ export async function cloudTargetOf(db: Executor, orgId: string, id: string): Pr
   const rows = await db.execute(sql`
     SELECT ${cloudProjects.id} AS target FROM ${cloudProjects}
       WHERE ${cloudProjects.id} = ${id} AND ${cloudProjects.orgId} = ${orgId} AND ${cloudProjects.returnedAt} IS NULL
+        -- A local project's id is never the cloud's to answer for (a cloud listing an id that exists here is ignored).
+        AND NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${id})
     UNION ALL
     SELECT ${projects.movedToCloud} AS target FROM ${projects}
       WHERE ${projects.id} = ${id} AND ${projects.orgId} = ${orgId} AND ${projects.movedToCloud} IS NOT NULL
@@ -54,13 +56,30 @@ export async function cloudTargetOf(db: Executor, orgId: string, id: string): Pr
   return rowsOf<{ target: string }>(rows)[0]?.target;
 }
 
-/** Records cloud projects seen in the home feed (their ids become recognisable); a project brought back stays brought back. */
-export async function rememberCloudProjects(db: Executor, orgId: string, seen: Array<{ id: string; name: string }>, now: Date): Promise<void> {
-  if (seen.length === 0) return;
+/** Records cloud projects seen in the home feed (their ids become recognisable); a project brought back stays brought back. Returns the ids recorded. */
+export async function rememberCloudProjects(db: Executor, orgId: string, listed: Array<{ id: string; name: string }>, now: Date): Promise<Set<string>> {
+  if (listed.length === 0) return new Set();
+  // An id that names a project of this instance is not recorded: the cloud cannot claim a local project's routes.
+  const local = new Set(
+    (
+      await db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(
+          inArray(
+            projects.id,
+            listed.map((p) => p.id),
+          ),
+        )
+    ).map((r) => r.id),
+  );
+  const seen = listed.filter((p) => !local.has(p.id));
+  if (seen.length === 0) return new Set();
   await db
     .insert(cloudProjects)
     .values(seen.map((p) => ({ id: p.id, orgId, name: p.name, seenAt: now })))
     .onConflictDoUpdate({ target: [cloudProjects.orgId, cloudProjects.id], set: { name: sql`excluded.name`, seenAt: now } });
+  return new Set(seen.map((p) => p.id));
 }
 
 /** Ids of the organization's cloud projects brought back to this instance (hidden from the cloud half of the home feed). */

@@ -27,6 +27,13 @@ export const CloudLinkSchema = z
   })
   .openapi("CloudLink");
 
+/** The token and the secrets a transfer carries travel to this URL: only loopback may be plain HTTP. */
+function httpsUnlessLoopback(raw: string): boolean {
+  if (!URL.canParse(raw)) return true; // left to the URL check's own message
+  const url = new URL(raw);
+  return url.protocol === "https:" || ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
+}
+
 const LinkBody = z
   .strictObject({
     apiUrl: z
@@ -34,6 +41,7 @@ const LinkBody = z
       .url()
       .max(2048)
       .regex(/^https?:\/\//, "must be an http(s) URL")
+      .refine(httpsUnlessLoopback, "must be https (plain http only to this machine: 127.0.0.1, ::1 or localhost)")
       .optional()
       .openapi({ description: "The cloud API's base URL (without `/api`); default: CLOUD_API_URL" }),
     token: z
@@ -77,7 +85,7 @@ const put = defineRoute({
   tags: TAGS,
   summary: "Link this organization to a cloud organization",
   description:
-    "The token is checked against the cloud (`GET /api/me` there) before anything is stored: an unreachable URL is 400 naming `apiUrl`, a refused token 400 naming `token`, an organization the token's user is not in 400 naming `organizationId`. Stored encrypted with the instance's keyring; never returned. Replaces an earlier link made through the API; a link set by CLOUD_TOKEN is 409 (change the environment). Self-hosted only.",
+    "The token is checked against the cloud (`GET /api/me` there) before anything is stored: an unreachable URL, or plain `http:` to another machine than this one, is 400 naming `apiUrl` (the URL is reached through the outbound guard: private and loopback addresses only with OUTBOUND_ALLOW_PRIVATE, link-local and metadata addresses never), a refused token 400 naming `token`, an organization the token's user is not in 400 naming `organizationId`. Stored encrypted with the instance's keyring; never returned. Replaces an earlier link made through the API; a link set by CLOUD_TOKEN is 409 (change the environment). Self-hosted only.",
   permission: "org:admin",
   request: { body: jsonRequest(LinkBody) },
   responses: { 200: jsonResponse(CloudLinkSchema, "The link"), 409: { description: "The link is set by CLOUD_TOKEN" } },

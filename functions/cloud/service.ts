@@ -41,6 +41,19 @@ const RETURNED_HEADERS = [
   "etag",
 ];
 
+/** The API's own answer types pass; anything else (HTML, a script) comes back as opaque bytes. */
+const API_TYPES = /^(application\/json|application\/problem\+json|text\/event-stream)(;|$)/i;
+const answerType = (type: string) => (API_TYPES.test(type.trim()) ? type : "application/octet-stream");
+
+/** `/api/projects/:id/domains/:domain` with each parameter's value, encoded: the path to call on the cloud. */
+export function forwardedPath(routePath: string, param: (name: string) => string): string {
+  return routePath
+    .replace(/^\//, "")
+    .split("/")
+    .map((segment) => (segment.startsWith(":") ? encodeURIComponent(param(segment.slice(1).replace(/\{.*\}$/, ""))) : segment))
+    .join("/");
+}
+
 export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTransferStep?: CloudService["beforeTransferStep"] }): CloudService {
   const { db, keyring } = deps;
 
@@ -54,10 +67,9 @@ export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTrans
     if (!link) {
       throw new ApiError("conflict", "This project lives in the cloud and this organization is no longer linked to it; link it again with PUT /api/cloud/link");
     }
-    const url = new URL(c.req.url);
-    const prefix = `/api/projects/${encodeURIComponent(id)}`;
-    const rest = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : "";
-    const path = `api/projects/${encodeURIComponent(target)}${rest}${url.search}`;
+    // The cloud's path is rebuilt from the matched route and its decoded parameters, never from the raw path:
+    // however the caller encoded it, the cloud gets the same route the permission was checked for.
+    const path = `${forwardedPath(c.req.routePath, (name) => (name === "id" ? target : (c.req.param(name) ?? "")))}${new URL(c.req.url).search}`;
     const headers: Record<string, string> = {};
     for (const name of FORWARDED_REQUEST_HEADERS) {
       const value = c.req.header(name);
@@ -79,11 +91,19 @@ export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTrans
     }
     if (res.status === 404 && (await goneFromCloud(link, target))) await forgetCloudProject(db, orgId, target);
     // A new Response drops the headers set on `c` so far: keep this instance's request id (its request line names it).
-    const answer = new Headers({ "x-project-location": "cloud", "x-request-id": c.get("requestId") });
+    const answer = new Headers({
+      "x-project-location": "cloud",
+      "x-request-id": c.get("requestId"),
+      // The answer is served from this origin (the console's): the cloud cannot make it a page or a script here.
+      "x-content-type-options": "nosniff",
+      "content-security-policy": "default-src 'none'; sandbox",
+    });
     for (const name of RETURNED_HEADERS) {
       const value = res.headers.get(name);
       if (value !== null) answer.set(name, value);
     }
+    const type = res.headers.get("content-type");
+    if (type !== null) answer.set("content-type", answerType(type));
     const cloudRequestId = res.headers.get("x-request-id");
     if (cloudRequestId) answer.set("x-cloud-request-id", cloudRequestId);
     return new Response(res.body, { status: res.status, headers: answer });
@@ -120,13 +140,13 @@ export function createCloudService(deps: { db: Db; keyring: Keyring; beforeTrans
       return { reachable: false, reason: "the cloud answered with a project list this instance cannot read" };
     }
     const parsed = items.map((r) => r.data!);
-    await rememberCloudProjects(db, orgId, parsed, c.get("clock")());
+    const recorded = await rememberCloudProjects(db, orgId, parsed, c.get("clock")());
     const returned = await returnedCloudIds(
       db,
       orgId,
       parsed.map((p) => p.id),
     );
-    return { reachable: true, items: parsed.filter((p) => !returned.has(p.id)), nextCursor: page.nextCursor as string | null };
+    return { reachable: true, items: parsed.filter((p) => recorded.has(p.id) && !returned.has(p.id)), nextCursor: page.nextCursor as string | null };
   }
 
   return { forward, projects, beforeTransferStep: deps.beforeTransferStep };

@@ -8,6 +8,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../../shared/http/context";
 import { readBodyBytes, readBodyText } from "../../shared/http/json-body";
 import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
+import { cloudTransport } from "./transport";
 import { type CloudLinkCredentials, CloudRefused, CloudUnreachable, cloudJson, MAX_CLOUD_ANSWER_BYTES } from "./client";
 
 export type SideName = "cloud" | "self-hosted";
@@ -80,7 +81,8 @@ export function cloudSide(link: CloudLinkCredentials): Side {
     upload: (tarball, name) =>
       uploadThrough(
         side,
-        (t, bytes) => fetch(t.absoluteUrl, { method: t.method, headers: t.headers, body: bytes, redirect: "manual", signal: AbortSignal.timeout(300_000) }),
+        (t, bytes) =>
+          cloudTransport()(t.absoluteUrl, { method: t.method, headers: t.headers, body: bytes, redirect: "manual", signal: AbortSignal.timeout(300_000) }),
         tarball,
         name,
       ),
@@ -131,7 +133,7 @@ export function selfSide(c: Context<AppEnv>): Side {
         (t, bytes) =>
           t.requiresAuth
             ? request(t.url, { method: t.method, headers: t.headers, body: bytes })
-            : fetch(t.absoluteUrl, { method: t.method, headers: t.headers, body: bytes, redirect: "manual" }),
+            : cloudTransport()(t.absoluteUrl, { method: t.method, headers: t.headers, body: bytes, redirect: "manual" }),
         tarball,
         name,
       ),
@@ -142,7 +144,7 @@ export function selfSide(c: Context<AppEnv>): Side {
 export async function downloadTarball(url: string): Promise<Uint8Array<ArrayBuffer>> {
   let res: Response;
   try {
-    res = await fetch(url, { redirect: "manual", signal: AbortSignal.timeout(300_000) });
+    res = await cloudTransport()(url, { redirect: "manual", signal: AbortSignal.timeout(300_000) });
   } catch (e) {
     throw new SideUnreachable(`the cloud's tarball could not be downloaded: ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -11,7 +11,7 @@
 import { checkUrl } from "../outbound/fetch";
 
 export interface GitFetchInit {
-  method: "GET" | "POST";
+  method: string;
   headers: Record<string, string>;
   body?: Uint8Array<ArrayBuffer>;
   signal: AbortSignal;

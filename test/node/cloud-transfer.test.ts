@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretContext } from "../../functions/projects/env-store";
 import { readProjectExport } from "../../functions/projects/export-store";
 import { HomePage } from "../../functions/projects/home";
-import { markedName } from "../../functions/cloud/apply";
+import { transferMarker } from "../../functions/cloud/apply";
 import {
   claimTransfer,
   endTransfer,
@@ -242,7 +242,7 @@ describe("a transfer whose cloud dies at a step", () => {
     }
   }, 60_000);
 
-  it("a run whose process died after the cloud made the project, before its id was recorded, finds it by the transfer's marked name; a same-named project is never adopted or touched", async () => {
+  it("a run whose process died after the cloud made the project, before its id was recorded, finds it by the transfer's marker; a same-named project is never adopted or touched, and the copy keeps its name's slug", async () => {
     const { shOwner, cloudOwner } = await linkedPair(sh, cloud);
     const p = await richProject(sh, shOwner, canaries());
     const before = await localExport(sh, shOwner.orgId, p.id);
@@ -255,11 +255,15 @@ describe("a transfer whose cloud dies at a step", () => {
     } finally {
       sh.hook.current = undefined;
     }
-    // The cloud made the target under the transfer's marked name (the project step, not reached, renames it).
+    // The cloud made the target with the transfer's marker as its framework (the project step, not reached, sets the real one).
     const [row] = await sh.db.select().from(projectTransfers).where(eq(projectTransfers.sourceId, p.id));
-    const marked = markedName(p.name, row!.id);
-    expect(marked).toContain(row!.id);
-    expect((await cloudProjectsNamed(cloudOwner.orgId, marked)).map((r) => r.id)).toEqual([row!.targetId]);
+    const marker = transferMarker(row!.id);
+    const markedRows = () =>
+      cloud.db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(and(eq(projects.orgId, cloudOwner.orgId), eq(projects.framework, marker)));
+    expect((await markedRows()).map((r) => r.id)).toEqual([row!.targetId]);
 
     // Meanwhile another member makes a project of the same name in the cloud organization, with a variable of its own.
     const other = await cloud.seedMember(cloudOwner.orgId, "admin");
@@ -286,18 +290,18 @@ describe("a transfer whose cloud dies at a step", () => {
     expect(moved.projectId).toBe(row!.targetId);
     expect(moved.project?.name).toBe(p.name);
     expect((await cloudProjectsNamed(cloudOwner.orgId, p.name)).map((r) => r.id).sort()).toEqual([decoy.id, moved.projectId].sort());
-    expect(await cloudProjectsNamed(cloudOwner.orgId, marked)).toEqual([]);
+    expect(await markedRows()).toEqual([]);
+    // The slug comes from the real name (it never follows a rename): the copy's free route is the project's own.
+    const [copy] = await cloud.db.select({ slug: projects.slug }).from(projects).where(eq(projects.id, moved.projectId));
+    expect(copy!.slug).not.toMatch(/transfer/);
     expect(comparable(await cloudExport(cloud, cloudOwner, moved.projectId))).toEqual(comparable(before));
     expect(await cloudExport(cloud, cloudOwner, decoy.id)).toEqual(decoyBefore);
   }, 60_000);
 
-  it("a marked name stays within the name limit, whole characters only", () => {
-    const id = newId("trf");
-    expect(markedName("app", id)).toBe(`app (transfer ${id})`);
-    const long = markedName(`${"x".repeat(57)}😀😀 tail`, id);
-    expect(long.length).toBeLessThanOrEqual(100);
-    expect(long).toBe(`${"x".repeat(57)} (transfer ${id})`);
-    expect(markedName("y".repeat(100), id)).toHaveLength(100);
+  it("a transfer's marker is a valid framework (it must pass the create body's check on either side)", () => {
+    const marker = transferMarker(newId("trf"));
+    expect(marker).toMatch(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/);
+    expect(marker.length).toBeLessThanOrEqual(64);
   });
 
   it("a running transfer whose lease has not run out is not taken over (409)", async () => {
