@@ -28,6 +28,7 @@ import { selfHostedAuthRouter } from "../auth";
 import { routeRulesRouter } from "../route-rules";
 import { createLocalFolders, localFoldersRouter } from "../local-folders";
 import { cloudRouter, createCloudService, linkFromEnvironment } from "../cloud";
+import { useGuardedCloudTransport } from "../cloud/transport";
 import { createLogFeed } from "../../shared/logs/feed";
 import { startLogSweeper } from "../logs/sweeper";
 import { createLogWriter } from "../logs/writer";
@@ -75,6 +76,8 @@ export async function createNodeServices(
   overrides: NodeServiceOverrides = {},
 ): Promise<NodeServices> {
   const outbound = overrides.outbound ?? createNodeOutbound({ allowPrivate: config.outboundAllowPrivate });
+  // The cloud link's URL and the storage URLs a transfer is given are reached through the outbound guard too.
+  useGuardedCloudTransport({ allowPrivate: config.outboundAllowPrivate, trustedOrigin: config.cloud.apiUrl ? new URL(config.cloud.apiUrl).origin : undefined });
   const smtp = overrides.mailer || !config.smtpUrl ? undefined : createSmtpMailer({ url: config.smtpUrl, from: config.emailFrom });
   const mailer: Mailer | undefined =
     overrides.mailer ??
