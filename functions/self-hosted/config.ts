@@ -108,7 +108,7 @@ export type NodeConfig = {
   /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
   gitHosts: GitHosts;
   runner: RunnerSettings;
-  /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For the edge believes (CIDR blocks); empty: none, the connection's peer is the client. */
+  /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For the edge and the sign-in limits believe (CIDR blocks); empty: none, the connection's peer is the client. */
   trustedProxies: Cidr[];
   /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
   logRetention: LogRetention;

@@ -92,7 +92,12 @@ async function cookieCaller(c: Ctx, cookie: string, orgId: string | undefined): 
     return result;
   }
   if (result.reason === "invalid") {
-    throw new ApiError("unauthorized", "The session has ended or expired; sign in again", {}, { "set-cookie": clearingCookieHeader(c.req.url) });
+    throw new ApiError(
+      "unauthorized",
+      "The session has ended or expired; sign in again",
+      {},
+      { "set-cookie": clearingCookieHeader(c.req.url, c.get("config").publicUrl) },
+    );
   }
   return result;
 }
