@@ -57,6 +57,9 @@ export function showFormError(form, message) {
 export function explain(error) {
   if (!(error instanceof ApiError)) return "Something went wrong in the page. Reload and try again.";
   const detail = error.problem.detail || error.problem.title || `HTTP ${error.status}`;
+  if (error.status === 403 && /not a member|No active organization/.test(detail)) {
+    return `Not allowed: you are no longer a member of this organization. Choose another one above, or ask an owner to invite you again.`;
+  }
   if (error.status === 403) return `Not allowed: ${detail}. Your role in this organization does not permit this; an owner or admin can change your role.`;
   if (error.status === 404) return `Not found: ${detail}.`;
   if (error.status === 429) return `Too many attempts: ${detail}`;

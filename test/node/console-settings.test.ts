@@ -357,7 +357,7 @@ describe("settings page", () => {
     await page.getByRole("button", { name: "Save build and deploy defaults" }).click();
     const alert = page.locator("form .form-alert");
     await alert.waitFor();
-    expect(await alert.textContent()).toMatch(/^Not allowed: .*owner or admin can change your role/);
+    expect(await alert.textContent()).toMatch(/^Not allowed: you are no longer a member of this organization/);
     expect(await alert.getAttribute("role")).toBe("alert");
     // The choice stays in the form, unsaved.
     expect(await page.getByLabel("Default build mode", { exact: true }).inputValue()).toBe("local");
