@@ -3,16 +3,17 @@
  * the services `npm start` builds (createNodeServices) over a Postgres database
  * of the suite's own (freshDatabase: other files' queued deployments are never
  * claimed, and concurrency is real), a data directory of its own, short
- * timeouts. `restart()` closes it and opens a new one on the same data and
- * database (a server restart). Git repositories with real files go to a git
- * test server the suite starts (pushApp).
+ * timeouts. `useRunnerServer` opens one per suite with a git test server
+ * (beforeAll) and closes both (afterAll); its `reopen()` closes the server and
+ * opens a new one on the same data and database (a server restart). Git
+ * repositories with real files go to that git test server (pushApp).
  */
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../../functions/app";
 import { type RunnerSettings, loadNodeConfig } from "../../functions/self-hosted/config";
 import { createNodeServices, type NodeServices } from "../../functions/self-hosted/services";
@@ -20,7 +21,7 @@ import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
 import { openPostgres } from "../../shared/db/postgres";
 import { jsonLogger } from "../../shared/http/logger";
 import { freshDatabase, type FreshDatabase } from "./fresh-database";
-import type { GitTestServer } from "./git-server";
+import { type GitTestServer, startGitServer } from "./git-server";
 import { buildRequest, type Harness, type RequestOptions } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
@@ -96,6 +97,46 @@ export async function runnerFixture(prefix: string): Promise<{ db: FreshDatabase
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A suite's runner server, with the git test server it reads repositories from. */
+export interface RunnerSuite extends RunnerServer {
+  git: GitTestServer;
+  /** Closes the server (if the test has not already) and opens a new one on the same database, data and git server: a server restart. */
+  reopen(): Promise<void>;
+}
+
+/**
+ * The runner suites' setup: in beforeAll (60 s) a git test server, a database
+ * and data directory of the suite's own (runnerFixture(prefix)) and a runner
+ * server over them; in afterAll all closed and dropped. The object returned is
+ * filled in once started and keeps its identity across `reopen()`, so test
+ * bodies and `runnerClient(() => server, ...)` hold it from the start.
+ */
+export function useRunnerServer(opts: { prefix: string } & Pick<RunnerServerOptions, "runner" | "env">): RunnerSuite {
+  const s = {} as RunnerSuite;
+  let fixture: Awaited<ReturnType<typeof runnerFixture>> | undefined;
+  const open = async () => {
+    Object.assign(
+      s,
+      await startRunnerServer({ databaseUrl: fixture!.db.url, dataDir: fixture!.dataDir, gitUrl: s.git.url, runner: opts.runner, env: opts.env }),
+    );
+  };
+  beforeAll(async () => {
+    s.git = await startGitServer();
+    fixture = await runnerFixture(opts.prefix);
+    await open();
+  }, 60_000);
+  afterAll(async () => {
+    await s.close?.();
+    await s.git?.close();
+    await fixture?.drop();
+  });
+  s.reopen = async () => {
+    await s.close();
+    await open();
+  };
+  return s;
 }
 
 const GIT_ENV = {

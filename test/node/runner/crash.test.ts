@@ -3,30 +3,16 @@
  * 10 minutes it gives up: the deployment keeps its record (ready, current) but
  * is marked crashed, no longer serves (no port), and `service.crashed` is emitted.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGitServer, type GitTestServer } from "../../support/git-server";
+import { describe, expect, it } from "vitest";
 import { seedTenant } from "../../support/harness";
 import { runnerClient } from "../../support/runner-client";
-import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+import { useRunnerServer } from "../../support/runner-harness";
 
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunnerServer;
+const server = useRunnerServer({ prefix: "runner_crash" });
 const c = runnerClient(
   () => server,
-  () => git,
+  () => server.git,
 );
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("runner_crash");
-  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
-}, 60_000);
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
 
 describe("runner: crashes", () => {
   it("restarts a crashed app, then gives up after repeated crashes: crashed_at, no port, service.crashed", { timeout: 180_000 }, async () => {

@@ -10,38 +10,24 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { and } from "drizzle-orm";
 import { insertDeployment } from "../../../functions/deployments/store";
 import { environments, projects } from "../../../shared/db/schema";
-import { startGitServer, type GitTestServer } from "../../support/git-server";
 import { dumpAllTables, expectStatus, seedTenant } from "../../support/harness";
 import { alive, runnerClient } from "../../support/runner-client";
-import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+import { useRunnerServer } from "../../support/runner-harness";
 import { gzip, tar } from "../../support/tar-fixtures";
 import { TEST_SECRET_KEYS } from "../../support/test-keys";
 
 const CANARY = "canary-secret-7c1e9b52d0";
 const MASK = "••••••••";
 
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunnerServer;
+const server = useRunnerServer({ prefix: "runner_e2e" });
 const c = runnerClient(
   () => server,
-  () => git,
+  () => server.git,
 );
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("runner_e2e");
-  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
-}, 60_000);
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
 
 describe("runner: deploy", () => {
   it("builds the app from a private git repository and runs it: ready, current, live, variables and secret visible to the app only", async () => {
@@ -78,7 +64,7 @@ describe("runner: deploy", () => {
       if (key !== "npm_lifecycle_event") expect(answer.env[key]).toBeUndefined();
     }
     expect(JSON.stringify(answer.env)).not.toContain(TEST_SECRET_KEYS);
-    expect(JSON.stringify(answer.env)).not.toContain(git.token);
+    expect(JSON.stringify(answer.env)).not.toContain(server.git.token);
 
     const lines = await c.logsOf(d.id);
     const text = lines.map((l) => l.message).join("\n");
@@ -94,7 +80,7 @@ describe("runner: deploy", () => {
     await new Promise((r) => setTimeout(r, 300));
     const dump = await dumpAllTables(server);
     expect(dump).not.toContain(CANARY);
-    expect(dump).not.toContain(git.token);
+    expect(dump).not.toContain(server.git.token);
     expect(server.logs.join("\n")).not.toContain(CANARY);
   });
 
@@ -228,7 +214,7 @@ describe("runner: deploy", () => {
     const before = await c.askApp((await c.currentPort(p.id))!);
     await server.close();
     expect(alive(before.pid)).toBe(false);
-    server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
+    await server.reopen();
     const deadline = Date.now() + 20_000;
     let after: Awaited<ReturnType<typeof c.askApp>> | undefined;
     while (Date.now() < deadline && !after) {

@@ -5,32 +5,18 @@
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGitServer, type GitTestServer } from "../../support/git-server";
+import { describe, expect, it } from "vitest";
 import { expectStatus, seedTenant } from "../../support/harness";
 import { useCleanups } from "../../support/cleanups";
 import { alive, runnerClient } from "../../support/runner-client";
-import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+import { useRunnerServer } from "../../support/runner-harness";
 
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunnerServer;
+const server = useRunnerServer({ prefix: "runner_limits", env: { BUILD_TIMEOUT: "5s" } });
 const c = runnerClient(
   () => server,
-  () => git,
+  () => server.git,
 );
 const { tempDir } = useCleanups("ws-limits-");
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("runner_limits");
-  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url, env: { BUILD_TIMEOUT: "5s" } });
-}, 60_000);
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
 
 async function waitForFile(path: string, timeoutMs = 20_000) {
   const deadline = Date.now() + timeoutMs;

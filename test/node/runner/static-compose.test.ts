@@ -19,36 +19,22 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DeploymentSchema } from "../../../functions/deployments/schema";
 import { ScanResultSchema } from "../../../functions/projects/folder/schema";
 import { folderClient } from "../../support/folder-client";
-import { startGitServer, type GitTestServer } from "../../support/git-server";
 import { dumpAllTables, expectStatus, type Member, seedTenant } from "../../support/harness";
 import { alive, runnerClient } from "../../support/runner-client";
-import { type RunnerServer, runnerFixture, startRunnerServer } from "../../support/runner-harness";
+import { useRunnerServer } from "../../support/runner-harness";
 
 const run = promisify(execFile);
 const APPS = join(import.meta.dirname, "..", "..", "fixtures", "apps");
 
-let git: GitTestServer;
-let fixture: Awaited<ReturnType<typeof runnerFixture>>;
-let server: RunnerServer;
+const server = useRunnerServer({ prefix: "runner_kinds" });
 const c = runnerClient(
   () => server,
-  () => git,
+  () => server.git,
 );
-
-beforeAll(async () => {
-  git = await startGitServer();
-  fixture = await runnerFixture("runner_kinds");
-  server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
-}, 60_000);
-afterAll(async () => {
-  await server?.close();
-  await git?.close();
-  await fixture?.drop();
-});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -262,7 +248,7 @@ describe("runner: compose projects (one process per service)", () => {
     const lastBefore = (await until(async () => (await runtimeLogs(t, projectId, `&deploymentId=${d.id}&q=worker%20tick`)).at(-1), "a worker line")).id;
     await server.close();
     expect(alive(before.pid)).toBe(false);
-    server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: git.url });
+    await server.reopen();
     const after = await until(async () => {
       const port = await c.currentPort(projectId);
       const page = port ? await get(port, "/").catch(() => undefined) : undefined;
