@@ -308,10 +308,10 @@ describe("projects: domains through the self-hosted edge", () => {
         });
         return { status: res.status, body: res.status === 204 ? null : await res.json() };
       };
-      /** A request whose Host is `name`: the edge's page header, or none when the API answered. */
+      /** A request whose Host is `name`: the edge's page header, or none when the API answered (a path neither the API nor the console at `/` serves). */
       const viaHost = (name: string) =>
         new Promise<{ status: number; edge: string | undefined }>((resolve, reject) => {
-          const req = http.request({ host: "127.0.0.1", port, path: "/", headers: { host: name } }, (res) => {
+          const req = http.request({ host: "127.0.0.1", port, path: "/no-such-page", headers: { host: name } }, (res) => {
             res.resume();
             res.on("end", () => resolve({ status: res.statusCode!, edge: res.headers["x-workspace-edge"] as string | undefined }));
           });
