@@ -132,8 +132,9 @@ export function sseResponse(c: AppContext, opts: { feedKey: string; next: () => 
             if (!batch.more) await pause(Math.min(pollMs, Math.max(0, maxStreamMs - (Date.now() - started))), abort.signal, feed, opts.feedKey);
           }
         } catch (error) {
-          // The client reconnects with Last-Event-ID; nothing sent is lost.
-          logger.error("event stream failed", { requestId, ...describeError(error) });
+          // The client reconnects with Last-Event-ID; nothing sent is lost. A read that fails after the client
+          // left is that leaving's echo (on the Worker the request's Pool ends with the stream), not a failure.
+          if (!abort.signal.aborted) logger.error("event stream failed", { requestId, ...describeError(error) });
         }
         if (!abort.signal.aborted) {
           stop();
