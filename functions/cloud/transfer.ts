@@ -250,8 +250,11 @@ async function transferToCloud(c: Context<AppEnv>, id: string) {
   try {
     await enter(run, "read");
     const { latestArtifactKey, ...read } = await readProjectExport(db, c.get("keyring"), run.orgId, project.id, clock());
-    const bundle: ProjectExport = { ...read, source: { kind: read.source.kind, artifact: null } };
     const tarball = await localTarball(c, run.orgId, { source: read.source, latestArtifactKey }, project.localPath);
+    // The cloud has no local folders: a folder's snapshot arrives as an upload project. The bundle must say so, or the
+    // `project` step (gitProvider from the source's kind) would undo the upload binding the `source` step made.
+    const kind = read.source.kind === "local" && tarball ? "upload" : read.source.kind;
+    const bundle: ProjectExport = { ...read, source: { kind, artifact: null } };
 
     await enter(run, "create");
     // The cloud project of an earlier round trip is the project's home there: copied into again, never deleted by this run.

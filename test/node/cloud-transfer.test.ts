@@ -2,10 +2,15 @@
  * Transfer between a self-hosted instance (the Node adapter on PGlite) and the cloud
  * (the real Worker in workerd over HTTP on loopback, its own Postgres and keyring):
  * to-cloud then to-self-hosted with every field and secret equal at the end, an upload
- * project's tarball through the cloud's presigned flow, a transfer whose cloud dies at a
+ * project's tarball through the cloud's presigned flow, a local-folder project's snapshot
+ * (ignored files left out) arriving as an upload project, a transfer whose cloud dies at a
  * step and is resumed, a domain conflict refused before anything moves, permissions,
  * scope and one transfer at a time. Every test has its own tenants on both sides.
  */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { gunzipSync } from "node:zlib";
+import { join } from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretContext } from "../../functions/projects/env-store";
@@ -32,6 +37,7 @@ import {
   localExport,
   openHookedInstance,
   richProject,
+  tarFiles,
   transfer,
   transferOk,
 } from "../support/cloud-transfer";
@@ -43,11 +49,15 @@ import { tgz } from "../support/tar-fixtures";
 import { sessionCookieOf, withCookie } from "../suites/auth/session-client";
 
 let sh: Awaited<ReturnType<typeof openHookedInstance>>;
+/** The instance's LOCAL_ROOTS root (local-folder projects live under it). */
+let localRoot: string;
 beforeAll(async () => {
-  sh = await openHookedInstance();
+  localRoot = realpathSync(mkdtempSync(join(tmpdir(), "ws-transfer-root-")));
+  sh = await openHookedInstance({ LOCAL_ROOTS: localRoot });
 });
 afterAll(async () => {
   await sh?.close();
+  if (localRoot) rmSync(localRoot, { recursive: true, force: true });
 });
 const cloud = useCloudWorker();
 
@@ -203,6 +213,52 @@ describe("an upload project", () => {
     expect(after.source.kind).toBe("upload");
     const stored = await sh.uploadStore.open((await readProjectExport(sh.db, sh.keyring, shOwner.orgId, ensured.id)).latestArtifactKey!);
     expect(Buffer.from(await new Response(stored!.body).arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+  }, 60_000);
+});
+
+describe("a local-folder project", () => {
+  it("goes to the cloud as an upload project: its folder snapshotted at transfer time, ignored files left out", async () => {
+    const { shOwner, cloudOwner } = await linkedPair(sh, cloud);
+    const canary = `canary-ignored-${newId("c")}`;
+    const dir = join(localRoot, `app-${newId("d").toLowerCase()}`);
+    const pkg = JSON.stringify({ name: "local-app", version: "1.0.0", scripts: { start: "node index.js" } });
+    const index = 'require("http").createServer((_, res) => res.end("ok")).listen(process.env.PORT);\n';
+    mkdirSync(join(dir, "ignored-dir"), { recursive: true });
+    writeFileSync(join(dir, "package.json"), pkg);
+    writeFileSync(join(dir, "index.js"), index);
+    writeFileSync(join(dir, ".gitignore"), ".env.local\nignored-dir/\n");
+    writeFileSync(join(dir, ".env.local"), `SECRET=${canary}\n`);
+    writeFileSync(join(dir, "ignored-dir", "x.js"), `// ${canary}\n`);
+    const imported = await expectStatus<{ id: string }>(
+      await sh.request("/api/projects/import", { method: "POST", token: shOwner.token, org: shOwner.orgId, json: { path: dir } }),
+      201,
+    );
+    const before = await localExport(sh, shOwner.orgId, imported.id);
+    expect(before.source.kind).toBe("local");
+    // Written after the import: the snapshot is taken when the transfer runs, not before.
+    writeFileSync(join(dir, "late.js"), "module.exports = 1;\n");
+
+    const moved = await transferOk(sh, shOwner, imported.id, "to-cloud");
+    const there = await cloudExport(cloud, cloudOwner, moved.projectId);
+    expect(there.source.kind).toBe("upload");
+    expect(there.source.artifact).not.toBeNull();
+    const { source: _, ...rest } = comparable(there);
+    const { source: __, ...restBefore } = comparable(before);
+    expect(rest).toEqual(restBefore);
+
+    const res = await fetch(there.source.artifact!.url);
+    expect(res.status).toBe(200);
+    const gz = new Uint8Array(await res.arrayBuffer());
+    const files = tarFiles(gz);
+    expect(files.get("package.json")).toBe(pkg);
+    expect(files.get("index.js")).toBe(index);
+    expect(files.get("late.js")).toBe("module.exports = 1;\n");
+    expect(files.has(".gitignore")).toBe(true);
+    expect([...files.keys()].filter((name) => name.startsWith(".env.local") || name.startsWith("ignored-dir"))).toEqual([]);
+    expect(Buffer.from(gunzipSync(gz)).includes(canary)).toBe(false);
+    noCanaries(sh.logs, [canary], "the instance");
+    // Here the project is now the cloud's stub (hidden from the instance's list).
+    expect(await localList(shOwner)).not.toContain(imported.id);
   }, 60_000);
 });
 

@@ -7,6 +7,7 @@
  * connections are cut and new ones refused).
  */
 import { createServer, type Server, Socket } from "node:net";
+import { gunzipSync } from "node:zlib";
 import { expect } from "vitest";
 import { z } from "zod";
 import { ProjectExportSchema } from "../../functions/projects/export-schema";
@@ -15,14 +16,14 @@ import { newId } from "../../shared/ids";
 import type { CloudWorker } from "./cloud-worker";
 import type { FolderHarness } from "./folder-client";
 import { expectBody, expectStatus, type Harness, type Member, seedTenant } from "./harness";
-import { openPgliteHarness } from "./node-harness";
+import { type HarnessEnv, openPgliteHarness } from "./node-harness";
 
 export type StepHook = (direction: "to-cloud" | "to-self-hosted", step: string) => Promise<void>;
 
-/** A PGlite instance whose `beforeTransferStep` calls whatever `hook.current` is at the time. */
-export async function openHookedInstance(): Promise<FolderHarness & { hook: { current?: StepHook } }> {
+/** A PGlite instance whose `beforeTransferStep` calls whatever `hook.current` is at the time; `env`: extra configuration (LOCAL_ROOTS). */
+export async function openHookedInstance(env?: HarnessEnv): Promise<FolderHarness & { hook: { current?: StepHook } }> {
   const hook: { current?: StepHook } = {};
-  const h = await openPgliteHarness({ beforeTransferStep: (direction, step) => hook.current?.(direction, step) ?? Promise.resolve() });
+  const h = await openPgliteHarness({ beforeTransferStep: (direction, step) => hook.current?.(direction, step) ?? Promise.resolve() }, env);
   return Object.assign(h as FolderHarness, { hook });
 }
 
@@ -188,4 +189,32 @@ export async function killableRelay(targetUrl: string) {
     },
     revive: listen,
   };
+}
+
+/**
+ * The regular files of a gzipped tarball, by path (a `./` prefix dropped), with their
+ * contents: enough of ustar/pax for the snapshots this instance packs.
+ */
+export function tarFiles(gz: Uint8Array): Map<string, string> {
+  const bytes = gunzipSync(gz);
+  const text = (from: number, length: number) => {
+    const field = bytes.subarray(from, from + length);
+    const end = field.indexOf(0);
+    return Buffer.from(end < 0 ? field : field.subarray(0, end)).toString("utf8");
+  };
+  const files = new Map<string, string>();
+  let paxPath: string | undefined;
+  for (let at = 0; at + 512 <= bytes.length; ) {
+    if (bytes.subarray(at, at + 512).every((b) => b === 0)) break;
+    const size = Number.parseInt(text(at + 124, 12).trim() || "0", 8);
+    const type = text(at + 156, 1) || "0";
+    const prefix = text(at + 345, 155);
+    const name = paxPath ?? (prefix ? `${prefix}/${text(at, 100)}` : text(at, 100));
+    const body = Buffer.from(bytes.subarray(at + 512, at + 512 + size));
+    paxPath = undefined;
+    if (type === "x") paxPath = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(body.toString("utf8"))?.[1];
+    else if (type === "0") files.set(name.replace(/^\.\//, ""), body.toString("utf8"));
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return files;
 }

@@ -17,6 +17,9 @@ import { TEST_SECRET_KEYS } from "./test-keys";
 /** Services a suite may inject (the notifications suites: outbound HTTP to loopback receivers, e-mail; folder uploads: presigned storage). */
 export type HarnessServices = NodeServiceOverrides;
 
+/** Extra configuration an operator would set (e.g. LOCAL_ROOTS), added to the harness's own; none by default. */
+export type HarnessEnv = Record<string, string>;
+
 /**
  * The app over `database` with the services `npm start` builds (createNodeServices), from
  * the configuration an operator would give: the suites' receivers listen on loopback
@@ -33,6 +36,7 @@ async function nodeHarness(
   databaseUrl: string | undefined,
   realConcurrency: boolean,
   overrides: HarnessServices = {},
+  env: HarnessEnv = {},
 ): Promise<Harness> {
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
@@ -48,6 +52,7 @@ async function nodeHarness(
     RUNNER: "off",
     // Gitea points at the run's loopback git host (test/setup/git.ts); the other providers keep their public hosts.
     GIT_GITEA_URL: inject("gitServerUrl"),
+    ...env,
   });
   const node = await createNodeServices(config, database, keyring, logger, overrides);
   if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();
@@ -75,10 +80,10 @@ async function nodeHarness(
   return harness;
 }
 
-export async function openPgliteHarness(overrides?: HarnessServices): Promise<Harness> {
+export async function openPgliteHarness(overrides?: HarnessServices, env?: HarnessEnv): Promise<Harness> {
   const dump = new Blob([readFileSync(inject("pgliteDump"))]);
   const database = await openPglite({ loadDataDir: dump, migrate: false });
-  return nodeHarness("node-pglite", database, undefined, false, overrides);
+  return nodeHarness("node-pglite", database, undefined, false, overrides, env);
 }
 
 export async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness> {
