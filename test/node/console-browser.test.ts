@@ -12,14 +12,14 @@ import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addMember } from "../../functions/identity/store";
 import {
-  type ConsoleServer,
+  apiAs,
   codeFor,
+  expectAccessible,
   launchChromium,
   newContext,
-  overflowsAtPhoneWidth,
   screenshots,
-  seriousViolations,
   startConsoleServer,
+  type ConsoleServer,
   watchPageErrors,
 } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
@@ -36,20 +36,8 @@ let projectId: string;
 let otherOrgId: string;
 const contexts: BrowserContext[] = [];
 
-async function api<T = any>(token: string, method: string, path: string, json?: unknown, expected = 200, org?: string): Promise<T> {
-  const res = await fetch(`${server.url}/api${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(org ? { "x-organization-id": org } : {}),
-      ...(json === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
+const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200, org?: string) =>
+  apiAs<T>(server.url, token, method, path, json, expected, org);
 
 async function freshPage(): Promise<{ page: Page; errors: string[] }> {
   const context = await newContext(browser, server.url);
@@ -72,12 +60,6 @@ async function signInByToken(page: Page, who: Member, path = "/") {
   } catch (e) {
     throw new Error(`Not signed in: the page shows ${page.url()}: ${((await page.locator("main").textContent()) ?? "").slice(0, 500)}`, { cause: e });
   }
-}
-
-async function expectAccessible(page: Page, name: string) {
-  await screenshots(page, name);
-  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
-  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
 }
 
 beforeAll(async () => {

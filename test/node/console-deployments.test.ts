@@ -18,16 +18,7 @@ import { addMember } from "../../functions/identity/store";
 import { appendLogLines, type LogKind, type LogStream } from "../../functions/logs/store";
 import { deployments, environments } from "../../shared/db/schema";
 import { sseSettings } from "../../shared/http/sse";
-import {
-  type ConsoleServer,
-  launchChromium,
-  newContext,
-  overflowsAtPhoneWidth,
-  screenshots,
-  seriousViolations,
-  startConsoleServer,
-  watchPageErrors,
-} from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -37,18 +28,10 @@ let viewer: Member;
 let projectId: string;
 const contexts: BrowserContext[] = [];
 
-async function api<T = any>(who: Member, method: string, path: string, json?: unknown, expected = 200): Promise<T> {
-  const res = await fetch(`${server.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${who.token}`, "x-organization-id": who.orgId, ...(json === undefined ? {} : { "content-type": "application/json" }) },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
 /** A `queued` deployment of production written into the table, as POST /api/deployments would leave it. */
+const api = <T = any>(who: Member, method: string, path: string, json?: unknown, expected = 200) =>
+  apiAs<T>(server.url, who.token, method, path, json, expected, who.orgId);
+
 async function seedQueued(project: string, commit: string, at = new Date()) {
   const db = server.harness.db;
   const [env] = await db
@@ -122,12 +105,6 @@ const poll = <T>(read: () => T | Promise<T>) => expect.poll(read, { timeout: 10_
 
 const buildLog = (page: Page) => page.locator("#build-log-lines");
 const runtimeLog = (page: Page) => page.locator("#runtime-log-lines");
-
-async function expectAccessible(page: Page, name: string) {
-  await screenshots(page, name);
-  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
-  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
-}
 
 beforeAll(async () => {
   server = await startConsoleServer("console_deployments");

@@ -15,16 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decryptSecrets } from "../../functions/notifications/secrets";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { notificationChannels } from "../../shared/db/schema";
-import {
-  type ConsoleServer,
-  launchChromium,
-  newContext,
-  overflowsAtPhoneWidth,
-  screenshots,
-  seriousViolations,
-  startConsoleServer,
-  watchPageErrors,
-} from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 
@@ -35,16 +26,7 @@ let member: Member;
 let viewer: Member;
 const contexts: BrowserContext[] = [];
 
-async function api<T = any>(token: string, method: string, path: string, json?: unknown, expected = 200): Promise<T> {
-  const res = await fetch(`${server.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
+const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200) => apiAs<T>(server.url, token, method, path, json, expected);
 
 async function freshPage(): Promise<{ page: Page; errors: string[] }> {
   const context = await newContext(browser, server.url);
@@ -62,12 +44,6 @@ async function openNotifications(page: Page, who: Member) {
   await page.getByRole("link", { name: /^Notifications/ }).click();
   await page.getByRole("heading", { level: 1, name: "Notifications" }).waitFor();
   await page.getByRole("heading", { level: 2, name: "Channels" }).waitFor();
-}
-
-async function expectAccessible(page: Page, name: string) {
-  await screenshots(page, name);
-  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
-  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
 }
 
 /** The message tied to an input by its last aria-describedby id. */

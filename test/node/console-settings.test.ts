@@ -12,16 +12,7 @@ import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addMember } from "../../functions/identity/store";
 import { workspaceSettings } from "../../shared/db/schema";
-import {
-  type ConsoleServer,
-  launchChromium,
-  newContext,
-  overflowsAtPhoneWidth,
-  screenshots,
-  seriousViolations,
-  startConsoleServer,
-  watchPageErrors,
-} from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 /** A clone token that must never come back: searched for in the page, the API's answers and the row. */
@@ -35,20 +26,8 @@ let member: Member;
 let otherOrgId: string;
 const contexts: BrowserContext[] = [];
 
-async function api<T = any>(token: string, method: string, path: string, json?: unknown, expected = 200, org?: string): Promise<T> {
-  const res = await fetch(`${server.url}/api${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(org ? { "x-organization-id": org } : {}),
-      ...(json === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
+const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200, org?: string) =>
+  apiAs<T>(server.url, token, method, path, json, expected, org);
 
 async function freshPage(): Promise<{ page: Page; errors: string[] }> {
   const context = await newContext(browser, server.url);
@@ -65,12 +44,6 @@ async function openSettings(page: Page, who: Member) {
   await page.getByRole("button", { name: "Sign in with token" }).click();
   await page.getByRole("heading", { level: 1, name: "Settings" }).waitFor();
   await page.getByLabel("Default build mode", { exact: true }).waitFor();
-}
-
-async function expectAccessible(page: Page, name: string) {
-  await screenshots(page, name);
-  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
-  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
 }
 
 /** The message tied to an input by its last aria-describedby id (where forms.js puts a field's error). */

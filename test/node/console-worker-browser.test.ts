@@ -14,14 +14,13 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type ConsoleWorker,
+  apiAs,
   codeFromEmailApi,
+  expectAccessible as expectAccessibleAs,
   launchChromium,
   newContext,
-  overflowsAtPhoneWidth,
-  screenshots,
-  seriousViolations,
   startConsoleWorker,
+  type ConsoleWorker,
   watchPageErrors,
 } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
@@ -39,24 +38,10 @@ const contexts: BrowserContext[] = [];
 type Sub = { id: string; category: string; channelId: string; enabled: boolean };
 const cellsOf = (subs: Sub[]) => Object.fromEntries(subs.map((s) => [`${s.category} ${s.channelId}`, s.enabled]));
 
-async function api<T = any>(token: string, method: string, path: string, json?: unknown, expected = 200): Promise<T> {
-  const res = await fetch(`${worker.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
-async function expectAccessible(page: Page, name: string) {
-  await screenshots(page, `worker-${name}`);
-  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
-  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
-}
-
 /** Signs in by the e-mailed code in a fresh context and waits for `landing`'s heading. */
+const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200) => apiAs<T>(worker.url, token, method, path, json, expected);
+const expectAccessible = (page: Page, name: string) => expectAccessibleAs(page, `worker-${name}`);
+
 async function signInByCode(who: Member, path: string, landing: string): Promise<{ page: Page; errors: string[] }> {
   const context = await newContext(browser, worker.url);
   contexts.push(context);

@@ -17,7 +17,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
 import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
@@ -277,4 +277,27 @@ export async function newContext(browser: Browser, baseURL: string): Promise<Bro
   // Well under the test's timeout, so a missing element fails with its locator named.
   context.setDefaultTimeout(10_000);
   return context;
+}
+
+/** Screenshots at both widths, then axe (no serious or critical violation) and no sideways scrolling at 375 px. */
+export async function expectAccessible(page: Page, name: string): Promise<void> {
+  await screenshots(page, name);
+  expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
+  expect(await overflowsAtPhoneWidth(page), `${name} scrolls sideways at 375 px`).toBe(false);
+}
+
+/** A bearer-token JSON call to the API at `baseUrl` (the tests' setup and checks): the parsed answer, or an error naming the status. */
+export async function apiAs<T = any>(baseUrl: string, token: string, method: string, path: string, json?: unknown, expected = 200, org?: string): Promise<T> {
+  const res = await fetch(`${baseUrl}/api${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(org ? { "x-organization-id": org } : {}),
+      ...(json === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const text = await res.text();
+  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
 }
