@@ -16,3 +16,4 @@ export * from "./logs";
 export * from "./edge";
 export * from "./cloud";
 export * from "./sessions";
+export * from "./runner";
