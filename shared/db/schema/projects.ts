@@ -1,6 +1,6 @@
 /** Projects: configuration, environments, env vars, resources, domains, deployments. */
 import { sql } from "drizzle-orm";
-import { boolean, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, ts } from "./columns";
 import { organizations, users } from "./identity";
 
@@ -174,9 +174,16 @@ export const deployments = pgTable(
     gitRepo: text("git_repo"),
     branch: text("branch"),
     commitSha: text("commit_sha"),
-    /** Upload: the tarball's key in the upload store, and the session it came from. */
+    /**
+     * Upload and local: the tarball's key in the upload store, and the session it came from. The key is
+     * cleared once the artifact is removed (the deployment failed, was canceled or pruned: functions/deployments/artifacts.ts).
+     */
     artifactKey: text("artifact_key"),
     uploadSessionId: text("upload_session_id"),
+    /** The artifact's size in bytes, recorded when it was stored; counted against the organization's artifact cap while `artifact_key` is set. */
+    artifactBytes: bigint("artifact_bytes", { mode: "number" }),
+    /** Self-hosted: the size in bytes of the runner's kept work directory (measured once ready); counted against the work-directory cap while ready and not pruned. */
+    workDirBytes: bigint("work_dir_bytes", { mode: "number" }),
     /** The one ready deployment of its environment that serves (deployments_one_current_idx). */
     current: boolean("current").notNull().default(false),
     failureReason: text("failure_reason"),
@@ -207,6 +214,10 @@ export const deployments = pgTable(
     index("deployments_project_idx").on(t.projectId, t.id),
     uniqueIndex("deployments_one_current_idx").on(t.environmentId).where(sql`${t.current}`),
     index("deployments_queue_idx").on(t.id).where(sql`${t.status} = 'queued'`),
+    /** The organization's stored bytes (the quota check's sum) read only rows that hold some. */
+    index("deployments_org_storage_idx")
+      .on(t.orgId)
+      .where(sql`${t.artifactKey} is not null or ${t.workDirBytes} is not null`),
     check("deployments_current_ready", sql`not ${t.current} or ${t.status} = 'ready'`),
   ],
 );
