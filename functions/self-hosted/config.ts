@@ -7,6 +7,8 @@ import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
+import type { SandboxSettings } from "./runner/sandbox/sandbox";
+import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 
 const EnvSchema = z.object({
@@ -44,6 +46,20 @@ const EnvSchema = z.object({
   HEALTH_TIMEOUT: z.string().default("60s"),
   STOP_GRACE: z.string().default("10s"),
   SLEEP_AFTER: z.string().default("15m"),
+  RUNNER_SANDBOX: z.enum(["on", "off"], { message: "RUNNER_SANDBOX must be on or off" }).default("on"),
+  RUNNER_UID_RANGE: z
+    .string()
+    .regex(/^\d{1,10}-\d{1,10}$/, "RUNNER_UID_RANGE must be FIRST-LAST, e.g. 200000-299999")
+    .default("200000-299999"),
+  RUNNER_PIDS_MAX: z.coerce.number().int().min(16, "RUNNER_PIDS_MAX must be 16 to 65536").max(65536, "RUNNER_PIDS_MAX must be 16 to 65536").default(256),
+  RUNNER_NOFILE: z.coerce.number().int().min(64, "RUNNER_NOFILE must be 64 to 1048576").max(1_048_576, "RUNNER_NOFILE must be 64 to 1048576").default(4096),
+  RUNNER_LOG_RATE: z.coerce
+    .number()
+    .int()
+    .min(10, "RUNNER_LOG_RATE must be 10 to 100000 lines per second")
+    .max(100_000, "RUNNER_LOG_RATE must be 10 to 100000 lines per second")
+    .default(1000),
+  BUILD_ENV_PASSTHROUGH: z.string().max(4096).optional(),
   RUNNER_ID: z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "RUNNER_ID must be 1-100 letters, digits, '.', '_', ':' or '-'")
@@ -71,6 +87,10 @@ export function parseDuration(name: string, raw: string, bounds: { minMs: number
  * - BUILD_TIMEOUT (default 15m): source + install + build; past it the build's process group is killed and the deployment fails.
  * - HEALTH_TIMEOUT (default 60s): how long a started app has to answer HTTP on its PORT.
  * - STOP_GRACE (default 10s): SIGTERM to SIGKILL when an app is stopped (replaced, server stop).
+ * - RUNNER_SANDBOX (on|off, default on), RUNNER_UID_RANGE (default 200000-299999), RUNNER_PIDS_MAX (default 256),
+ *   RUNNER_NOFILE (default 4096): the sandbox every step and app runs in (runner/sandbox/sandbox.ts).
+ * - RUNNER_LOG_RATE (default 1000): build and runtime lines stored per second per deployment (bursts up to 10x); the rest are dropped and counted.
+ * - BUILD_ENV_PASSTHROUGH: the server's variables builds see (proxy, CA, npm registry settings; see DEFAULT_BUILD_ENV_PASSTHROUGH).
  * - RUNNER_ID (default: `<hostname>:<hash of the absolute DATA_DIR>`): the name a runner claims jobs and serves apps
  *   under; stable per machine and data directory, so a restart of the same instance brings back its own apps.
  */
@@ -83,6 +103,59 @@ export interface RunnerSettings {
   /** SLEEP_AFTER: an `auto_sleep` app without a request for this long is stopped until the next one. */
   sleepAfterMs: number;
   id: string;
+  sandbox: SandboxSettings;
+  /** RUNNER_LOG_RATE: lines per second per deployment. */
+  logRate: number;
+  /** The server's variables (names) passed into builds, and their values as read at start. */
+  buildEnv: Record<string, string>;
+}
+
+/** What builds behind a proxy or a private CA need from the server's environment, when BUILD_ENV_PASSTHROUGH is not set. */
+export const DEFAULT_BUILD_ENV_PASSTHROUGH = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "npm_config_registry",
+  "npm_config_cafile",
+  "npm_config_strict_ssl",
+];
+
+/** Settings of the server that never reach a build, whatever BUILD_ENV_PASSTHROUGH says. */
+const NEVER_PASSED =
+  /^(SECRET_KEYS|SECRET_KEYS_FILE|DATABASE_URL|WORKSPACE_OWNER_TOKEN|CLOUD_TOKEN|S3_SECRET_ACCESS_KEY|S3_ACCESS_KEY_ID|SMTP_URL|EMAIL_API_KEY)$/;
+
+/** BUILD_ENV_PASSTHROUGH (comma-separated names) → the values the server has for them now. */
+export function buildEnvPassthrough(raw: string | undefined, env: Record<string, string | undefined>): Record<string, string> {
+  const names =
+    raw === undefined
+      ? DEFAULT_BUILD_ENV_PASSTHROUGH
+      : raw
+          .split(",")
+          .map((n) => n.trim())
+          .filter((n) => n !== "");
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name))
+      throw new Error(`Invalid configuration BUILD_ENV_PASSTHROUGH: '${name.slice(0, 40)}' is not a variable name`);
+    if (NEVER_PASSED.test(name)) throw new Error(`Invalid configuration BUILD_ENV_PASSTHROUGH: ${name} is a secret of the server and never reaches a build`);
+    const value = env[name];
+    if (value !== undefined && value !== "") out[name] = value;
+  }
+  return out;
+}
+
+/** RUNNER_UID_RANGE: FIRST-LAST, never holding 0 or the server's own uid. */
+export function parseUidRange(raw: string, serverUid: number | undefined): UidRange {
+  const [first, last] = raw.split("-").map(Number) as [number, number];
+  const problem = (why: string) => new Error(`Invalid configuration RUNNER_UID_RANGE: ${why}`);
+  if (first < 1000 || last > 4_294_967_294 || first > last) throw problem("must be FIRST-LAST with 1000 <= FIRST <= LAST (e.g. 200000-299999)");
+  if (serverUid !== undefined && serverUid >= first && serverUid <= last) throw problem(`holds the server's own uid ${serverUid}`);
+  return { first, last };
 }
 
 export type NodeConfig = {
@@ -163,6 +236,14 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
     sleepAfterMs: parseDuration("SLEEP_AFTER", e.SLEEP_AFTER, { minMs: 1000, maxMs: 30 * 24 * 3_600_000 }),
     id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
+    sandbox: {
+      enabled: e.RUNNER_SANDBOX === "on",
+      uidRange: parseUidRange(e.RUNNER_UID_RANGE, process.getuid?.()),
+      pidsMax: e.RUNNER_PIDS_MAX,
+      nofile: e.RUNNER_NOFILE,
+    },
+    logRate: e.RUNNER_LOG_RATE,
+    buildEnv: buildEnvPassthrough(e.BUILD_ENV_PASSTHROUGH, env),
   };
   const trustedProxies = (e.TRUSTED_PROXIES ?? "")
     .split(",")

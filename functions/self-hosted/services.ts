@@ -37,6 +37,7 @@ import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
 import { createRunner, type Runner } from "./runner/runner";
+import { createSandbox, sandboxKey } from "./runner/sandbox/sandbox";
 import { createSupervisor } from "./runner/supervisor";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
@@ -109,6 +110,8 @@ export async function createNodeServices(
         logger,
         writer,
         createSupervisor,
+        sandbox: await createSandbox(runnerSettings.sandbox, sandboxKey(runnerSettings.id)),
+        allowPrivate: config.outboundAllowPrivate,
         wakeDeliveries,
       })
     : undefined;

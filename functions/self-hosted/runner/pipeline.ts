@@ -4,27 +4,36 @@
  * own process group through processes.ts; its output becomes `build` log lines,
  * with `system` lines saying what runs and how it ended.
  *
- * Work directories: DATA_DIR/deployments/<deploymentId>/ (0700) holding `src/`
- * (the source), `home/` (HOME of every step and of the app: npm's cache and the
- * like stay inside) and `plan.json`. Decrypted values never go to disk: the plan
- * has commands and paths only; the environment is rebuilt from the database at
- * every launch.
+ * Work directories: DATA_DIR/deployments/<deploymentId>/ (0700, the server's)
+ * holding `src/` (the source; /app in the sandbox), `home/` (HOME of every step
+ * and of the app: npm's cache and the like stay inside; /home/app), both owned
+ * by the project's sandbox uid, and, the server's alone, `plan.json` and the
+ * sandbox's passwd/group files. Decrypted values never go to disk: the plan has
+ * commands and paths only; the environment is rebuilt from the database at
+ * every launch. Every step runs in the sandbox (sandbox/sandbox.ts) with the
+ * build's limits (build memory and CPU, diskGb checked every few seconds).
  *
  * Sources:
- * - git: the machine's `git`: init, fetch of the pinned commit at depth 1 from
- *   the provider's host URL (shared/git/hosts.ts), checkout. The clone
- *   credential goes in the environment of the git process only
- *   (GIT_CONFIG_COUNT/KEY/VALUE http.extraHeader: never in argv, a file or a log
- *   line); no system or global git config, no prompts, http(s) only. A host that
- *   refuses fetch-by-SHA: the branch is fetched (deeper) and must contain the commit.
+ * - git: the machine's `git`, in the sandbox: init, fetch of the pinned commit
+ *   at depth 1 from the provider's host URL (shared/git/hosts.ts), checkout.
+ *   The host is resolved here and checked by the outbound guard (no private
+ *   addresses unless OUTBOUND_ALLOW_PRIVATE; metadata never), and git is pinned
+ *   to that address (http.curloptResolve) with redirects off. The clone
+ *   credential reaches the fetch alone, through a credential helper reading a
+ *   pipe (fd 3): never in an environment, argv, a file or a log line; no system
+ *   or global git config, no prompts, http(s) only. A host that refuses
+ *   fetch-by-SHA: the branch is fetched (deeper) and must contain the commit.
  * - upload: the artifact from the upload store, checked by the scan's reader,
- *   then unpacked (unpack.ts).
+ *   then unpacked (unpack.ts) and given to the project's uid.
  * - local: the folder's snapshot taken when queued (an artifact in the upload
  *   store, like an upload's), unpacked the same way.
  */
+import { lookup } from "node:dns/promises";
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { join } from "node:path";
-import { basicAuthorization, tokenCredentials } from "../../../shared/git/credentials";
+import { tokenCredentials } from "../../../shared/git/credentials";
+import { refusalFor, refusalMessage } from "../../../shared/outbound/address-guard";
 import { cloneUrl, GIT_HOST_SETTINGS, type GitHosts, isGitProvider } from "../../../shared/git/hosts";
 import { nodeGunzip } from "../../../shared/storage/gunzip-node";
 import { SCAN_LIMITS } from "../../../shared/storage/limits";
@@ -34,6 +43,8 @@ import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
 import { type Plan, PlanError, planOf } from "./commands";
 import { spawnProcess } from "./processes";
+import { DISK_BUILD_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
+import type { ProcessLimits, Sandbox } from "./sandbox/sandbox";
 import type { JobContext } from "./store";
 import { extractArchive } from "./unpack";
 
@@ -64,11 +75,6 @@ export function formatDuration(ms: number): string {
 
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** The environment every step and app starts from: nothing of the server's own environment but PATH. */
-export function baseEnv(workDir: string): Record<string, string> {
-  return { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: join(workDir, "home"), LANG: "C.UTF-8" };
-}
-
 /** npm must not ask the internet about updates, funding or audits during a build. */
 const QUIET_NPM = { npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false", CI: "1" };
 
@@ -82,6 +88,13 @@ export interface BuildDeps {
   cloneToken: (job: JobContext) => Promise<string | null>;
   /** A log line of this deployment (the caller masks secrets and batches). */
   log: (line: NewLogLine) => void;
+  sandbox: Sandbox;
+  /** The project's sandbox uid. */
+  uid: number;
+  /** BUILD_ENV_PASSTHROUGH's values: proxy, CA and registry settings of the server that builds (and the fetch) need. */
+  buildEnv: Record<string, string>;
+  /** OUTBOUND_ALLOW_PRIVATE: whether the git host may be a private or loopback address. */
+  allowPrivate: boolean;
 }
 
 /** Builds a claimed deployment; resolves with its plan, or throws JobFailure / JobAborted. */
@@ -94,17 +107,26 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
     deps.log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind: "build", stream, at: new Date(), message });
   const system = (message: string) => line("system", message);
 
-  /** Runs one step; a non-zero exit, the timeout or an abort throws. */
-  const step = async (label: string, command: string, cwd: string, env: Record<string, string>, opts: { memoryMb?: number; shown?: string } = {}) => {
+  const diskBytes = job.project.diskGb * 1024 ** 3;
+  const limits: ProcessLimits = { memoryMb: job.project.buildMemoryMb, cpuCores: job.project.buildCpuCores, diskBytes };
+  let steps = 0;
+  let diskExceeded: number | undefined;
+  let current: { stop(graceMs: number): Promise<unknown> } | undefined;
+
+  /** Runs one step; a non-zero exit, the timeout, the disk limit or an abort throws. */
+  const step = async (label: string, command: string, cwd: string, env: Record<string, string>, opts: { shown?: string; secret?: string } = {}) => {
     if (signal.aborted) throw new JobAborted("aborted");
     system(`Running ${opts.shown ?? command}`);
     const t0 = Date.now();
     const tail: string[] = [];
+    const memoryMb = limits.memoryMb;
     const proc = spawnProcess({
       command,
       cwd,
       env,
-      memoryMb: opts.memoryMb,
+      memoryMb,
+      jail: await deps.sandbox.jail({ name: `${d.id}.${++steps}`, uid: deps.uid, workDir, limits }),
+      secret: opts.secret,
       onLine: (stream, text) => {
         line(stream === "stderr" ? "stderr" : "stdout", text);
         tail.push(text);
@@ -122,6 +144,7 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
     );
     const onAbort = () => void proc.stop(0);
     signal.addEventListener("abort", onAbort, { once: true });
+    current = proc;
     const exit = await proc.exited.finally(() => {
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
@@ -137,12 +160,13 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
       system(`${label} killed: the build timed out`);
       throw new JobFailure("build", `build timed out after ${formatDuration(deps.buildTimeoutMs)} (BUILD_TIMEOUT)`);
     }
+    if (diskExceeded !== undefined) {
+      system(`${label} killed: the work directory holds ${formatGb(diskExceeded)}`);
+      throw new JobFailure("build", `disk limit (${job.project.diskGb} GB) exceeded: the build wrote ${formatGb(diskExceeded)} (resources diskGb)`);
+    }
     if (exit.memoryExceeded) {
-      system(`${label} killed: over its memory limit of ${opts.memoryMb} MiB`);
-      throw new JobFailure(
-        "build",
-        `${label} was killed: over the build memory limit of ${opts.memoryMb} MiB (resources build.memoryMb): ${opts.shown ?? command}`,
-      );
+      system(`${label} killed: memory limit (${memoryMb} MiB) exceeded`);
+      throw new JobFailure("build", `memory limit (${memoryMb} MiB) exceeded: ${label} was killed (resources build.memoryMb): ${opts.shown ?? command}`);
     }
     if (exit.error) throw new JobFailure("build", `${label} could not start: ${exit.error}`);
     const how = exit.code !== null ? `exit code ${exit.code}` : `signal ${exit.signal}`;
@@ -157,14 +181,39 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
   mkdirSync(deps.workRoot, { recursive: true, mode: 0o700 });
   mkdirSync(workDir, { mode: 0o700 });
   const src = join(workDir, "src");
-  mkdirSync(src, { mode: 0o700 });
-  mkdirSync(join(workDir, "home"), { mode: 0o700 });
-  const base = baseEnv(workDir);
+  await deps.sandbox.prepare(workDir, deps.uid);
+  const base = deps.sandbox.baseEnv(workDir);
+  const stopDiskWatch = watchDisk([src, join(workDir, "home")], diskBytes, DISK_BUILD_CHECK_MS, (used) => {
+    diskExceeded = used;
+    void current?.stop(0);
+  });
+  try {
+    return await buildIn(job, deps, { workDir, src, base, step, system, line, started });
+  } finally {
+    stopDiskWatch();
+  }
+}
+
+interface BuildContext {
+  workDir: string;
+  src: string;
+  base: Record<string, string>;
+  step: Step;
+  system: (message: string) => void;
+  line: (stream: NewLogLine["stream"], message: string) => void;
+  started: number;
+}
+
+async function buildIn(job: JobContext, deps: BuildDeps, ctx: BuildContext): Promise<Plan> {
+  const { d } = job;
+  const { workDir, src, base, step, system, started } = ctx;
 
   // 1. Source.
   if (d.source === "git") await fetchGit(job, deps, src, base, step, system);
-  else if (d.source === "upload" || d.source === "local") await unpackUpload(job, deps, src, system);
-  else throw new JobFailure("build", `Unknown source ${d.source}`);
+  else if (d.source === "upload" || d.source === "local") {
+    await unpackUpload(job, deps, src, system);
+    await deps.sandbox.chownTree(src, deps.uid);
+  } else throw new JobFailure("build", `Unknown source ${d.source}`);
 
   // 2. Commands.
   let plan: Plan;
@@ -176,9 +225,8 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
   }
   system(`Detected ${plan.stack}${plan.kind === "static" ? " (static site)" : ""}`);
 
-  // 3. Install and build, with the environment's variables and the build memory limit.
-  const buildEnv = { ...base, ...QUIET_NPM, ...job.env };
-  const memoryMb = job.project.buildMemoryMb;
+  // 3. Install and build, with the environment's variables (over the operator's passthrough) and the build limits.
+  const buildEnv = { ...base, ...deps.buildEnv, ...QUIET_NPM, ...job.env };
   const steps = plan.kind === "static" ? [{ cwd: plan.appDir, install: plan.install, build: plan.build, name: "web" }] : plan.processes;
   const done = new Set<string>();
   for (const p of steps) {
@@ -190,7 +238,7 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
       const key = `${p.cwd}\0${command}`;
       if (done.has(key)) continue;
       done.add(key);
-      await step(steps.length > 1 ? `${label} of ${p.name}` : label, command, p.cwd, buildEnv, { memoryMb });
+      await step(steps.length > 1 ? `${label} of ${p.name}` : label, command, p.cwd, buildEnv);
     }
   }
   if (plan.kind === "static" && !(existsSync(plan.dir) && statSync(plan.dir).isDirectory())) {
@@ -201,7 +249,10 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
   return plan;
 }
 
-type Step = (label: string, command: string, cwd: string, env: Record<string, string>, opts?: { memoryMb?: number; shown?: string }) => Promise<void>;
+type Step = (label: string, command: string, cwd: string, env: Record<string, string>, opts?: { shown?: string; secret?: string }) => Promise<void>;
+
+/** A credential helper answering `get` with what the runner wrote to fd 3 (a pipe read once): the token is in no environment or argv. */
+const CREDENTIAL_HELPER = '!f() { test "$1" = get && cat <&3; }; f';
 
 async function fetchGit(job: JobContext, deps: BuildDeps, src: string, base: Record<string, string>, step: Step, system: (m: string) => void) {
   const { d } = job;
@@ -212,37 +263,67 @@ async function fetchGit(job: JobContext, deps: BuildDeps, src: string, base: Rec
   if (!url) throw new JobFailure("build", `${d.gitOwner}/${d.gitRepo} is not a valid repository name`);
   const sha = d.commitSha.toLowerCase();
   if (!/^[0-9a-f]{40}$/.test(sha)) throw new JobFailure("build", "The deployment's commit is not a full SHA");
+  const pin = await guardedResolve(url, deps.allowPrivate);
   const token = await deps.cloneToken(job);
+  const credential = token ? tokenCredentials(provider, token) : undefined;
   const gitEnv: Record<string, string> = {
     ...base,
+    ...deps.buildEnv,
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     GIT_TERMINAL_PROMPT: "0",
     GIT_ALLOW_PROTOCOL: "http:https",
     GIT_ASKPASS: "/bin/false",
-    ...(token
-      ? {
-          GIT_CONFIG_COUNT: "1",
-          GIT_CONFIG_KEY_0: "http.extraHeader",
-          GIT_CONFIG_VALUE_0: `Authorization: ${basicAuthorization(tokenCredentials(provider, token))}`,
-        }
-      : {}),
   };
+  // Redirects off (a host must not send the fetch elsewhere), the address the guard checked, the helper (only for the fetch).
+  const fetchConfig = [
+    `-c http.followRedirects=false`,
+    `-c ${quote(`http.curloptResolve=${pin}`)}`,
+    "-c credential.helper=",
+    `-c ${quote(`credential.helper=${CREDENTIAL_HELPER}`)}`,
+  ].join(" ");
+  const secret = credential ? `username=${credential.username}\npassword=${credential.password}\n` : undefined;
   system(`Cloning ${url}@${sha}${d.branch ? ` (${d.branch})` : ""}`);
   await step("clone", "git init --quiet . && git config advice.detachedHead false", src, gitEnv, { shown: "git init" });
   try {
-    await step("clone", `git fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha}`, src, gitEnv, { shown: `git fetch --depth 1 ${url} ${sha}` });
+    await step("clone", `git ${fetchConfig} fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha}`, src, gitEnv, {
+      shown: `git fetch --depth 1 ${url} ${sha}`,
+      secret,
+    });
   } catch (e) {
     if (!(e instanceof JobFailure) || e.message.startsWith("build timed out") || !d.branch) throw e;
     // Some hosts refuse a fetch by SHA: the branch then, deep enough to hold the commit.
     system("The host refused a fetch by commit: fetching the branch instead");
     const ref = `refs/heads/${d.branch}`;
-    await step("clone", `git fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit}`, src, gitEnv, {
+    await step("clone", `git ${fetchConfig} fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit}`, src, gitEnv, {
       shown: `git fetch --depth 50 ${url} ${ref}`,
+      secret,
     });
   }
-  await step("checkout", `git checkout --quiet --detach ${sha}`, src, gitEnv, { shown: `git checkout ${sha.slice(0, 12)}` });
-  rmSync(join(src, ".git"), { recursive: true, force: true });
+  await step("checkout", `git checkout --quiet --detach ${sha} && rm -rf .git`, src, gitEnv, { shown: `git checkout ${sha.slice(0, 12)}` });
+}
+
+/**
+ * The git host's address as the outbound guard allows it, as curl's
+ * `host:port:address` (git is pinned to it, so a second DNS answer cannot move
+ * the fetch to a private address after the check).
+ */
+async function guardedResolve(url: string, allowPrivate: boolean): Promise<string> {
+  const u = new URL(url);
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  const port = u.port || (u.protocol === "https:" ? "443" : "80");
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+  } catch (error) {
+    throw new JobFailure("build", `The git host ${host} could not be resolved: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  for (const address of addresses) {
+    const refusal = refusalFor(address, allowPrivate);
+    if (refusal) throw new JobFailure("build", `The git host ${host} is refused. ${refusalMessage(refusal)}`);
+  }
+  const address = addresses[0]!;
+  return `${host}:${port}:${isIP(address) === 6 ? `[${address}]` : address}`;
 }
 
 async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, system: (m: string) => void) {

@@ -1,9 +1,18 @@
 /**
  * Child processes of the self-hosted runner: install/build steps and the apps
- * themselves. Each runs as `/bin/sh -c <command>` in its own process group
- * (detached: setsid), with exactly the environment it is given (nothing of the
- * server's own environment), its output split into lines, an optional memory
- * limit, and a stop that ends the whole group.
+ * themselves. Each runs as `/bin/sh -c <command>` with exactly the environment
+ * it is given (nothing of the server's own environment), its output split into
+ * lines, and a stop that ends everything it started.
+ *
+ * Confined (a Jail from sandbox/sandbox.ts, the default): the spawned program is
+ * a shell prelude that puts itself into the process's cgroup and sets its
+ * rlimits, then bubblewrap, then setpriv, then the command (see
+ * sandbox/bwrap.ts). Its processes live in a pid namespace of their own: they
+ * are the spawned pid's descendants, they all end when the command ends (the
+ * namespace's init exits), and the memory, process and CPU limits are the
+ * kernel's (a setsid child is still in the cgroup, counted and killed).
+ * Unconfined (RUNNER_SANDBOX=off, or the unit tests): the command runs in its
+ * own process group (detached: setsid), under the cgroup when one is given.
  *
  * Lines: stdout and stderr are decoded as UTF-8 and split on "\n" as they arrive
  * (linear time; at most MAX_LINE_CHARS characters held per stream). "\r" and ANSI
@@ -12,39 +21,27 @@
  * by TRUNCATED_MARKER; the rest of that line is read and dropped. A final line
  * without "\n" is emitted when the stream ends.
  *
- * Memory limit (what works here, measured on this machine's Linux 6.18 with Node
- * 20 and 24): rlimits cannot express an app's memory limit for Node.
- *   - RLIMIT_AS (`prlimit --as`): Node 24 does not even start below ~1.5 GiB
- *     (V8 reserves its address space up front: "Failed to reserve virtual memory
- *     for CodeRange"); Node 20 below ~1 GiB.
- *   - RLIMIT_DATA (`prlimit --data`): Node 24 needs ~580 MiB just to start (the
- *     CodeRange reservation counts as data), so a 256 or 512 MiB limit kills
- *     every Node app at start.
- *   - cgroups (`systemd-run --scope -p MemoryMax=`): no systemd here (not PID 1,
- *     no bus) and the cgroup tree is read-only: unavailable.
- * So the limit is enforced by a watchdog: every MEMORY_SAMPLE_MS the runner sums
- * the resident set size (RSS, from /proc/<pid>/stat) of every live process in the
- * group, and SIGKILLs the whole group once the sum exceeds `memoryMb`; the exit
- * then carries `memoryExceeded: true`. What this does NOT enforce: it is sampled,
- * so a process can exceed the limit for up to one interval (and allocate fast
- * enough in that time to push the machine into swap or the kernel OOM killer);
- * processes that leave the group (a new setsid/setpgid) are not counted; shared
- * pages are counted once per process (the sum can over-count); virtual memory
- * that is reserved but not touched is not counted (that is the point). Linux only
- * (/proc); elsewhere `memoryMb` is ignored.
- *
- * Not a sandbox: the processes run as the server's user, can read what that user
- * can read, and use the network.
+ * Memory limit without a writable memory cgroup (the fallback): rlimits cannot
+ * express it for Node (RLIMIT_AS: V8 reserves ~1.5 GiB of address space at
+ * start; RLIMIT_DATA: Node 24 needs ~580 MiB of it to start), so a watchdog
+ * samples, every MEMORY_SAMPLE_MS, the resident set size of every process of
+ * the group (or of the sandbox's tree) and kills it all over `memoryMb`. It is
+ * sampled (a fast allocator can overshoot for one interval), counts shared
+ * pages once per process, and, unconfined, misses processes that leave the
+ * group. With the memory cgroup, the kernel's OOM killer holds the limit and
+ * the exit says `memoryExceeded` when it acted.
  */
 import { spawn } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
 import { StringDecoder } from "node:string_decoder";
 import { MAX_LINE_CHARS, TRUNCATED_MARKER } from "../../logs/store";
+import { descendantsOf, type ProcInfo, readProcesses } from "./proc-table";
+import type { Jail } from "./sandbox/sandbox";
 
 export interface ProcessExit {
   code: number | null;
   signal: NodeJS.Signals | null;
-  /** Set when the memory watchdog killed the group (its RSS went over `memoryMb`). */
+  /** Set when the memory limit was reached: the kernel's OOM killer acted in the cgroup, or the watchdog killed the processes. */
   memoryExceeded?: boolean;
   /** Set when the process could not be started at all (e.g. the cwd does not exist). */
   error?: string;
@@ -70,10 +67,15 @@ export interface SpawnedProcess {
 export interface SpawnOptions {
   /** Run with /bin/sh -c, detached (own process group). */
   command: string;
+  /** A host path (confined: inside the work directory's src/ or home/, where the sandbox changes to). */
   cwd: string;
+  /** Confinement and limits (sandbox/sandbox.ts); none: unconfined, the memory limit by the watchdog. */
+  jail?: Jail;
+  /** Written to a pipe the process reads as fd 3, then closed (a credential: never in its environment or argv). */
+  secret?: string;
   /** The whole environment; nothing inherited from the server (include PATH). */
   env: Record<string, string>;
-  /** Memory limit in MiB: the group's total RSS, enforced by a sampling watchdog (see the module comment). */
+  /** Memory limit in MiB; without a jail holding it, enforced by the sampling watchdog (see the module comment). */
   memoryMb?: number;
   /** One call per line, without the newline. */
   onLine(stream: "stdout" | "stderr", text: string): void;
@@ -86,22 +88,26 @@ const EXIT_DRAIN_MS = 1000;
 const POLL_MS = 25;
 /** After SIGKILL, how long stop() waits for the group to disappear before giving up waiting. */
 const KILL_WAIT_MS = 5000;
-/** Linux's page size on x86_64 and most arm64 kernels; /proc/<pid>/stat reports RSS in pages. */
-const PAGE_BYTES = 4096;
 
 export function spawnProcess(options: SpawnOptions): SpawnedProcess {
+  const { jail } = options;
   let child: ReturnType<typeof spawn>;
-  let spawnError: Error | undefined;
   try {
-    child = spawn("/bin/sh", ["-c", options.command], {
-      cwd: options.cwd,
-      env: options.env,
+    const [program, ...args] = jail ? jail.argv(options.command, options.cwd) : ["/bin/sh", "-c", options.command];
+    child = spawn(program!, args, {
+      cwd: jail ? jail.spawnCwd(options.cwd) : options.cwd,
+      env: jail ? { ...options.env, ...jail.preludeEnv } : options.env,
       detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: options.secret === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "pipe"],
     });
+    if (options.secret !== undefined) {
+      const pipe = child.stdio[3] as NodeJS.WritableStream & { on(e: "error", f: () => void): void };
+      pipe.on("error", () => {}); // the process may exit without reading it
+      pipe.end(options.secret);
+    }
   } catch (error) {
-    spawnError = error as Error;
-    return failed(spawnError);
+    void jail?.cgroup?.remove();
+    return failed(error as Error);
   }
 
   let exitInfo: ProcessExit | undefined;
@@ -116,15 +122,16 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   let openPipes = 2;
   let exitSeen = false;
   let settled = false;
-  const settle = () => {
+  const settle = async () => {
     if (settled || !exitSeen) return;
     settled = true;
     unwatchMemory(pid);
+    if (jail?.cgroup && (await jail.cgroup.memoryExceeded())) memoryExceeded = true;
     resolveExited({ ...exitInfo!, ...(memoryExceeded ? { memoryExceeded: true } : {}) });
   };
   const pipeClosed = () => {
     openPipes -= 1;
-    if (openPipes === 0) settle();
+    if (openPipes === 0) void settle();
   };
   child.stdout!.on("data", (chunk: Buffer) => out.write(chunk));
   child.stdout!.on("close", () => {
@@ -141,21 +148,38 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
     if (exitSeen) return;
     exitSeen = true;
     exitInfo = { code: null, signal: null, error: error.message };
-    settle();
+    void settle();
   });
   child.on("exit", (code, signal) => {
     if (exitSeen) return;
     exitSeen = true;
-    exitInfo = { code, signal };
-    if (openPipes === 0) settle();
-    else setTimeout(settle, EXIT_DRAIN_MS).unref();
+    exitInfo = jail?.namespaced ? unwrapSandboxExit(code, signal) : { code, signal };
+    if (openPipes === 0) void settle();
+    else setTimeout(() => void settle(), EXIT_DRAIN_MS).unref();
   });
 
   const pid = child.pid ?? -1;
-  if (pid > 0 && options.memoryMb !== undefined && options.memoryMb > 0 && process.platform === "linux") {
-    watchMemory(pid, options.memoryMb * 1024 * 1024, () => {
+  /** What of it is alive now: the sandbox's tree, else the process group; plus whatever the cgroup holds. */
+  const members = async (options: { withoutInit?: boolean } = {}): Promise<number[]> => {
+    const found = new Set<number>();
+    if (jail?.namespaced) {
+      // bwrap's init (the spawned bwrap's child) is left out for a SIGTERM: it would end the namespace at once.
+      if (pid > 0) for (const p of descendantsOf(await readProcesses(), pid)) if (!(options.withoutInit && p.ppid === pid)) found.add(p.pid);
+      return [...found];
+    }
+    // Unconfined: the process group, and what left it but not the cgroup.
+    if (pid > 0 && (await groupAlive(pid))) found.add(-pid);
+    for (const p of (await jail?.cgroup?.pids()) ?? []) found.add(p);
+    return [...found];
+  };
+  const signalAll = (list: number[], signal: NodeJS.Signals) => {
+    for (const target of list) signalPid(target, signal);
+  };
+
+  if (pid > 0 && options.memoryMb !== undefined && options.memoryMb > 0 && process.platform === "linux" && !jail?.memoryHeld) {
+    watchMemory(pid, jail?.namespaced ? "tree" : "group", options.memoryMb * 1024 * 1024, () => {
       memoryExceeded = true;
-      signalGroup(pid, "SIGKILL");
+      void members().then((list) => signalAll([...list, pid], "SIGKILL"));
     });
   }
 
@@ -163,17 +187,22 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   const stop = (graceMs: number): Promise<ProcessExit> => {
     stopping ??= (async () => {
       if (pid <= 0) return exited;
-      if (await groupAlive(pid)) {
-        signalGroup(pid, "SIGTERM");
+      const leftovers = async () => !exitSeen || (await members()).length > 0;
+      if (await leftovers()) {
+        // Confined, SIGTERM goes to the app's processes, not to bwrap (which would not pass it on).
+        signalAll(await members({ withoutInit: true }), "SIGTERM");
         const deadline = Date.now() + Math.max(0, graceMs);
-        while (Date.now() < deadline && (!exitSeen || (await groupAlive(pid)))) await sleep(POLL_MS);
-        if (!exitSeen || (await groupAlive(pid))) {
-          signalGroup(pid, "SIGKILL");
+        while (Date.now() < deadline && (await leftovers())) await sleep(POLL_MS);
+        if (await leftovers()) {
+          signalAll([jail?.namespaced ? pid : -pid, ...(await members())], "SIGKILL");
+          await jail?.cgroup?.killAll();
           const killDeadline = Date.now() + KILL_WAIT_MS;
-          while (Date.now() < killDeadline && (!exitSeen || (await groupAlive(pid)))) await sleep(POLL_MS);
+          while (Date.now() < killDeadline && (await leftovers())) await sleep(POLL_MS);
         }
       }
-      return exited;
+      const exit = await exited;
+      await removeCgroup(jail);
+      return exit;
     })();
     return stopping;
   };
@@ -181,16 +210,35 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   return { pid, exited, stop };
 }
 
+/** bwrap exits with its command's code, or 128 + the signal that killed it: the exit as the command's. */
+function unwrapSandboxExit(code: number | null, signal: NodeJS.Signals | null): ProcessExit {
+  if (code !== null && code > 128 && code <= 128 + 64) {
+    const name = Object.entries(osConstants.signals).find(([, n]) => n === code - 128)?.[0];
+    if (name) return { code: null, signal: name as NodeJS.Signals };
+  }
+  return { code, signal };
+}
+
+/** The group is empty right after its last process ended; a few tries cover the kernel's bookkeeping. */
+async function removeCgroup(jail: Jail | undefined): Promise<void> {
+  if (!jail?.cgroup) return;
+  for (let i = 0; i < 100; i++) {
+    if (await jail.cgroup.remove()) return;
+    await sleep(POLL_MS);
+  }
+}
+
 function failed(error: Error): SpawnedProcess {
   const exit: ProcessExit = { code: null, signal: null, error: error.message };
   return { pid: -1, exited: Promise.resolve(exit), stop: async () => exit };
 }
 
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+/** A pid, or a process group as -pgid. */
+function signalPid(target: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-pgid, signal);
+    process.kill(target, signal);
   } catch {
-    // ESRCH: the group is already gone.
+    // ESRCH: already gone.
   }
 }
 
@@ -251,38 +299,6 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-interface ProcInfo {
-  pid: number;
-  pgrp: number;
-  state: string;
-  rssBytes: number;
-}
-
-/** Every process in /proc with its group, state and RSS (Linux). */
-async function readProcesses(): Promise<ProcInfo[]> {
-  let names: string[];
-  try {
-    names = await readdir("/proc");
-  } catch {
-    return [];
-  }
-  const infos = await Promise.all(
-    names
-      .filter((name) => /^\d+$/.test(name))
-      .map(async (name): Promise<ProcInfo | undefined> => {
-        try {
-          const stat = await readFile(`/proc/${name}/stat`, "utf8");
-          // "pid (comm) state ppid pgrp session … rss …": comm may hold spaces and parentheses.
-          const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-          return { pid: Number(name), state: fields[0]!, pgrp: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_BYTES };
-        } catch {
-          return undefined; // exited while we looked
-        }
-      }),
-  );
-  return infos.filter((info): info is ProcInfo => info !== undefined);
-}
-
 /**
  * Whether the group still has a live process. Zombies do not count: orphans are
  * reaped by PID 1, which here takes ~1.6 s, and a zombie holds no resources.
@@ -298,19 +314,19 @@ async function groupAlive(pgid: number): Promise<boolean> {
   return all.some((p) => p.pgrp === pgid && p.state !== "Z");
 }
 
-// One shared watchdog for every group with a memory limit: one /proc scan per tick.
-const watched = new Map<number, { limitBytes: number; onExceeded: () => void }>();
+// One shared watchdog for every process with a memory limit the kernel does not hold: one /proc scan per tick.
+const watched = new Map<number, { scope: "group" | "tree"; limitBytes: number; onExceeded: () => void }>();
 let watchTimer: ReturnType<typeof setInterval> | undefined;
 let sampling = false;
 
-function watchMemory(pgid: number, limitBytes: number, onExceeded: () => void): void {
-  watched.set(pgid, { limitBytes, onExceeded });
+function watchMemory(pid: number, scope: "group" | "tree", limitBytes: number, onExceeded: () => void): void {
+  watched.set(pid, { scope, limitBytes, onExceeded });
   watchTimer ??= setInterval(sampleMemory, MEMORY_SAMPLE_MS);
   watchTimer.unref();
 }
 
-function unwatchMemory(pgid: number): void {
-  watched.delete(pgid);
+function unwatchMemory(pid: number): void {
+  watched.delete(pid);
   if (watched.size === 0 && watchTimer) {
     clearInterval(watchTimer);
     watchTimer = undefined;
@@ -321,15 +337,12 @@ async function sampleMemory(): Promise<void> {
   if (sampling) return;
   sampling = true;
   try {
-    const totals = new Map<number, number>();
-    for (const p of await readProcesses()) {
-      if (p.state === "Z" || !watched.has(p.pgrp)) continue;
-      totals.set(p.pgrp, (totals.get(p.pgrp) ?? 0) + p.rssBytes);
-    }
-    for (const [pgid, total] of totals) {
-      const watch = watched.get(pgid);
-      if (watch && total > watch.limitBytes) {
-        watched.delete(pgid);
+    const all = await readProcesses();
+    for (const [pid, watch] of watched) {
+      const members: ProcInfo[] = watch.scope === "tree" ? descendantsOf(all, pid) : all.filter((p) => p.pgrp === pid && p.state !== "Z");
+      const total = members.reduce((sum, p) => sum + p.rssBytes, 0);
+      if (total > watch.limitBytes) {
+        watched.delete(pid);
         watch.onExceeded();
       }
     }

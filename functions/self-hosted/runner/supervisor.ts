@@ -24,7 +24,10 @@
 import { createServer } from "node:net";
 import { request } from "node:http";
 import type { NewLogLine } from "../../logs/store";
+import { join } from "node:path";
 import { type ProcessExit, type SpawnedProcess, spawnProcess } from "./processes";
+import { DISK_APP_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
+import type { Jail } from "./sandbox/sandbox";
 import { type StaticServer, startStaticServer } from "./static-server";
 import type { AppSpec, ProcessSpec, RunningApp, Supervisor, SupervisorDeps } from "./types";
 
@@ -50,6 +53,7 @@ interface AppState {
   staticServer?: StaticServer;
   /** Times of the crashes within the policy window. */
   crashes: number[];
+  stopDiskWatch?: () => void;
   /** Set while launching: fails the launch with a reason. */
   failLaunch?: (reason: string) => void;
   stopped?: Promise<void>;
@@ -71,22 +75,43 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       fields: processName ? { process: processName } : null,
     });
 
-  const describeExit = (exit: ProcessExit): string => {
+  const describeExit = (exit: ProcessExit, memoryMb: number | undefined): string => {
     if (exit.error) return `could not start (${exit.error})`;
-    if (exit.memoryExceeded) return "was killed: it went over its memory limit";
+    if (exit.memoryExceeded) return `was killed: memory limit${memoryMb ? ` (${memoryMb} MiB)` : ""} exceeded`;
     if (exit.signal) return `was killed by ${exit.signal}`;
     return `exited with code ${exit.code}`;
   };
   const who = (app: AppState, proc: ProcState) =>
     app.procs.length === 1 ? "the app" : proc.spec.http ? `the app (${proc.spec.name})` : `service ${proc.spec.name}`;
 
-  const start = (app: AppState, proc: ProcState) => {
+  let spawns = 0;
+  const start = async (app: AppState, proc: ProcState) => {
     const env = proc.spec.http ? { ...proc.spec.env, PORT: String(app.port) } : proc.spec.env;
+    const confinement = app.spec.kind === "processes" ? app.spec.confinement : undefined;
+    let jail: Jail | undefined;
+    try {
+      jail = confinement
+        ? await deps.jail?.({
+            name: `${app.spec.deploymentId}.${proc.spec.name.replace(/[^A-Za-z0-9_-]/g, "_")}.${++spawns}`,
+            uid: confinement.uid,
+            workDir: confinement.workDir,
+            limits: { memoryMb: app.spec.memoryMb, cpuCores: confinement.cpuCores, diskBytes: confinement.diskGb ? confinement.diskGb * 1024 ** 3 : undefined },
+          })
+        : undefined;
+    } catch (error) {
+      void onExit(app, proc, undefined, { code: null, signal: null, error: `its sandbox could not be made: ${(error as Error).message}` });
+      return;
+    }
+    if (app.stopping) {
+      await jail?.cgroup?.remove();
+      return;
+    }
     const spawned = spawnProcess({
       command: proc.spec.command,
       cwd: proc.spec.cwd,
       env,
       memoryMb: app.spec.memoryMb,
+      jail,
       onLine: (stream, text) => line(app, stream, text, proc.spec.name),
     });
     proc.current = spawned;
@@ -94,16 +119,16 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     void spawned.exited.then((exit) => onExit(app, proc, spawned, exit));
   };
 
-  const onExit = async (app: AppState, proc: ProcState, spawned: SpawnedProcess, exit: ProcessExit) => {
+  const onExit = async (app: AppState, proc: ProcState, spawned: SpawnedProcess | undefined, exit: ProcessExit) => {
     if (app.stopping || proc.current !== spawned) return;
-    const what = `${who(app, proc)} ${describeExit(exit)}${exit.memoryExceeded && app.spec.memoryMb ? ` of ${app.spec.memoryMb} MiB` : ""}`;
-    line(app, "system", `${proc.spec.name} ${describeExit(exit)}`, proc.spec.name);
+    const what = `${who(app, proc)} ${describeExit(exit, app.spec.memoryMb)}`;
+    line(app, "system", `${proc.spec.name} ${describeExit(exit, app.spec.memoryMb)}`, proc.spec.name);
     if (!app.launched) {
       app.failLaunch?.(`${what} before answering on PORT ${app.port}`);
       return;
     }
     // What the process left behind in its group could hold the port: end it first.
-    await spawned.stop(deps.stopGraceMs);
+    await spawned?.stop(deps.stopGraceMs);
     if (app.stopping) return;
     const now = Date.now();
     app.crashes = app.crashes.filter((t) => now - t < policy.windowMs);
@@ -126,13 +151,25 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     proc.restartTimer = setTimeout(() => {
       proc.restartTimer = undefined;
       if (app.stopping) return;
-      start(app, proc);
+      void start(app, proc);
       deps.onRestart?.(app.spec, attempt, what);
     }, delay);
   };
 
+  /** The disk limit of a running app: over it, the app is stopped and the runner told (it records the reason). */
+  const watchAppDisk = (app: AppState) => {
+    const c = app.spec.kind === "processes" ? app.spec.confinement : undefined;
+    if (!c?.diskGb) return;
+    app.stopDiskWatch = watchDisk([join(c.workDir, "src"), join(c.workDir, "home")], c.diskGb * 1024 ** 3, DISK_APP_CHECK_MS, (used) => {
+      const reason = `disk limit (${c.diskGb} GB) exceeded: the app's directory holds ${formatGb(used)}`;
+      line(app, "system", `Stopped: ${reason}`);
+      void stopApp(app).then(() => deps.onDiskExceeded?.(app.spec, reason));
+    });
+  };
+
   const stopApp = (app: AppState): Promise<void> => {
     app.stopping = true;
+    app.stopDiskWatch?.();
     app.stopped ??= (async () => {
       app.failLaunch?.("the app was stopped before it answered");
       for (const proc of app.procs) {
@@ -155,7 +192,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
 
     if (spec.kind === "static") {
       try {
-        app.staticServer = await startStaticServer(spec.dir);
+        app.staticServer = await startStaticServer(spec.dir, spec.base);
       } catch (error) {
         apps.delete(spec.deploymentId);
         throw new Error(`the static site could not be served from its output directory: ${(error as Error).message}`);
@@ -192,7 +229,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       if (app.stopping) throw new Error("the app was stopped before it answered");
-      for (const proc of app.procs) start(app, proc);
+      await Promise.all(app.procs.map((proc) => start(app, proc)));
       const seconds = formatDuration(deps.healthTimeoutMs);
       await Promise.race([waitForHttp(app.port, deps.healthTimeoutMs, health.signal), failed]).then((answered) => {
         if (!answered)
@@ -204,6 +241,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       app.failLaunch = undefined;
       app.launched = true;
       line(app, "system", `Answering HTTP on port ${app.port}`);
+      watchAppDisk(app);
       return { deploymentId: spec.deploymentId, port: app.port };
     } catch (error) {
       app.failLaunch = undefined;

@@ -5,6 +5,7 @@
  * HTTP, restarts crashed ones with backoff, stops them with a grace period.
  */
 import type { NewLogLine } from "../../logs/store";
+import type { Jail, ProcessLimits } from "./sandbox/sandbox";
 
 /** One process of an app: the web process, or one compose service. */
 export interface ProcessSpec {
@@ -25,12 +26,17 @@ export type AppSpec = {
   orgId: string;
   projectId: string;
   environmentId: string;
-  /** Memory limit in MiB of each process group (its total RSS, enforced by the sampling watchdog in processes.ts: rlimits cannot hold Node apps, see there); undefined: none. */
+  /** Memory limit in MiB of each process (its cgroup; the sampling watchdog where no memory cgroup is writable, see processes.ts); undefined: none. */
   memoryMb?: number;
 } & (
-  | { kind: "processes"; processes: ProcessSpec[] }
-  /** A static site: the adapter serves this directory itself (no process). */
-  | { kind: "static"; dir: string }
+  | {
+      kind: "processes";
+      processes: ProcessSpec[];
+      /** The sandbox every process runs in: the project's uid, the work directory it sees, the CPU and disk limits. */
+      confinement?: { uid: number; workDir: string; cpuCores?: number; diskGb?: number };
+    }
+  /** A static site: the adapter serves this directory itself (no process); `base` is the source it must stay inside. */
+  | { kind: "static"; dir: string; base?: string }
 );
 
 export interface RunningApp {
@@ -66,6 +72,10 @@ export interface SupervisorDeps {
   onGiveUp?(spec: AppSpec, reason: string): void;
   /** The crash-restart policy; defaults in supervisor.ts (1 s doubling to 30 s, 5 restarts in 10 minutes). Tests shorten it. */
   restart?: RestartPolicy;
+  /** The jail of one app process (sandbox/sandbox.ts); absent or undefined: unconfined. */
+  jail?: (input: { name: string; uid: number; workDir: string; limits: ProcessLimits }) => Promise<Jail | undefined>;
+  /** Called when a running app went over its disk limit and was stopped (the runner records it like a give-up). */
+  onDiskExceeded?(spec: AppSpec, reason: string): void;
 }
 
 export interface RestartPolicy {
