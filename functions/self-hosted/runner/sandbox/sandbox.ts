@@ -119,6 +119,8 @@ function machineNpmrc(env: NodeJS.ProcessEnv): string | undefined {
 
 export async function createSandbox(settings: SandboxSettings, key: string, env: NodeJS.ProcessEnv = process.env): Promise<Sandbox> {
   const cgroups = await detectCgroups(key);
+  // Groups an earlier run of this runner left (a killed server): their processes died with it (--die-with-parent), the groups go.
+  await cgroups?.sweep();
   const npmrc = machineNpmrc(env);
   const npmEnv: Record<string, string> = npmrc ? { npm_config_globalconfig: settings.enabled ? SANDBOX_NPMRC : npmrc } : {};
   const toolchain = dirname(process.execPath);
