@@ -37,7 +37,7 @@ import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
 import { createRunner, type Runner } from "./runner/runner";
-import { createSandbox, sandboxKey } from "./runner/sandbox/sandbox";
+import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./runner/sandbox/sandbox";
 import { createSupervisor } from "./runner/supervisor";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
@@ -67,6 +67,24 @@ export interface NodeServices {
   start(): void;
   /** Stops what start() started (the runner first: builds in flight go back to the queue, apps stop; sends in flight finish and are recorded), the mailer and the token-cache feed; the database stays open. */
   close(): Promise<void>;
+}
+
+/**
+ * The runner's sandbox, or undefined when it cannot work here (bubblewrap
+ * missing, not root, namespaces refused): the runner is then not started (the
+ * API and edge still serve; deployments wait in the queue for a runner that
+ * can confine them) and the reason is logged. RUNNER_SANDBOX=off is warned about.
+ */
+async function sandboxOrWhyNot(settings: RunnerSettings, logger: Logger): Promise<Sandbox | undefined> {
+  try {
+    const sandbox = await createSandbox(settings.sandbox, sandboxKey(settings.id));
+    if (!sandbox.confined) logger.error("runner_sandbox_off", { message: sandbox.describe() });
+    return sandbox;
+  } catch (error) {
+    if (!(error instanceof SandboxUnavailable)) throw error;
+    logger.error("runner_not_started", { reason: error.message });
+    return undefined;
+  }
 }
 
 export async function createNodeServices(
@@ -99,7 +117,8 @@ export async function createNodeServices(
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
 
   const runnerSettings = { ...config.runner, ...overrides.runner };
-  const runner = runnerSettings.enabled
+  const sandbox = runnerSettings.enabled ? await sandboxOrWhyNot(runnerSettings, logger) : undefined;
+  const runner = sandbox
     ? createRunner({
         db: database.db,
         keyring,
@@ -110,7 +129,7 @@ export async function createNodeServices(
         logger,
         writer,
         createSupervisor,
-        sandbox: await createSandbox(runnerSettings.sandbox, sandboxKey(runnerSettings.id)),
+        sandbox,
         allowPrivate: config.outboundAllowPrivate,
         wakeDeliveries,
       })
@@ -189,6 +208,7 @@ export async function createNodeServices(
     async close() {
       envLink?.stop();
       await runner?.stop();
+      await sandbox?.close();
       await writer.flush();
       await engine.stop();
       await sweeper?.stop();

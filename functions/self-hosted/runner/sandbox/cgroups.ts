@@ -55,6 +55,8 @@ export interface Cgroups {
   create(name: string, limits: CgroupLimits): Promise<Cgroup>;
   /** Removes leftover groups of earlier runs of this runner (their processes killed first). */
   sweep(): Promise<void>;
+  /** Removes the runner's parent groups (at stop, once its apps are stopped; a group still in use stays). */
+  close(): Promise<void>;
 }
 
 const CFS_PERIOD_US = 100_000;
@@ -166,6 +168,9 @@ export async function detectCgroups(key: string): Promise<Cgroups | undefined> {
         await writeFile(join(dir("cpu"), "cpu.cfs_quota_us"), String(Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))));
       }
       return groupOf(name);
+    },
+    async close() {
+      for (const base of bases.values()) await rmdir(base).catch(() => {});
     },
     async sweep() {
       const names = new Set<string>();

@@ -74,6 +74,8 @@ export interface Sandbox {
   chownTree(dir: string, uid: number): Promise<void>;
   /** A jail for one process: a fresh cgroup with its limits (the caller's spawn removes it). */
   jail(input: { name: string; uid: number; workDir: string; limits: ProcessLimits }): Promise<Jail | undefined>;
+  /** At stop, after every process ended: the runner's cgroups go. */
+  close(): Promise<void>;
 }
 
 export class SandboxUnavailable extends Error {}
@@ -97,8 +99,9 @@ const MIB = 1024 * 1024;
 /** The private /tmp's size cap (it is memory, charged to the memory limit as well). */
 const TMP_BYTES = 512 * MIB;
 
+/** `name` on the server's PATH (the system's directories when PATH is unset). */
 function findExecutable(name: string, path: string | undefined): string | undefined {
-  for (const dir of [...(path ?? "").split(":"), "/usr/bin", "/bin", "/usr/sbin"]) {
+  for (const dir of (path ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin").split(":")) {
     if (!dir) continue;
     const candidate = join(dir, name);
     try {
@@ -205,6 +208,7 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
       await writeFile(join(workDir, "passwd"), `root:x:0:0::/nonexistent:/usr/sbin/nologin\napp:x:${uid}:${uid}::${SANDBOX_HOME}:/bin/sh\n`, { mode: 0o644 });
       await writeFile(join(workDir, "group"), `root:x:0:\napp:x:${uid}:\n`, { mode: 0o644 });
     },
+    close: async () => cgroups?.close(),
     async chownTree(dir, uid) {
       if (!settings.enabled) return;
       // chown -R does not follow links (-P is its default); a child process keeps 100,000 entries off the event loop.
