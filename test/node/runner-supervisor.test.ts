@@ -111,7 +111,7 @@ describe("supervisor: launch", () => {
   it("names the memory limit when the app is killed for going over it", async () => {
     const { supervisor, pids } = setup();
     const launch = supervisor.launch(appSpec([{ command: nodeCommand("alloc.mjs"), env: baseEnv({ ALLOC_MB: "512" }) }], { memoryMb: 100 }));
-    await expect(launch).rejects.toThrow(/^the app was killed: it went over its memory limit of 100 MiB before answering on PORT \d+$/);
+    await expect(launch).rejects.toThrow(/^the app was killed: memory limit \(100 MiB\) exceeded before answering on PORT \d+$/);
     expect(isAlive(pids()[0]!)).toBe(false);
   });
 
@@ -292,7 +292,6 @@ describe("static server", () => {
     expect(await raw(port, "/docs")).toMatchObject({ status: 200, body: "<h1>docs</h1>" });
     expect(await raw(port, "/style.css?v=1")).toMatchObject({ status: 200, body: "body{}", headers: { "content-type": "text/css; charset=utf-8" } });
     expect((await raw(port, "/app.js")).headers["content-type"]).toBe("text/javascript; charset=utf-8");
-    expect(await raw(port, "/link-in.css")).toMatchObject({ status: 200, body: "body{}" });
     const big = await raw(port, "/data.bin");
     expect(big.headers["content-type"]).toBe("application/octet-stream");
     expect(big.headers["content-length"]).toBe(String(3 * 1024 * 1024));
@@ -311,7 +310,7 @@ describe("static server", () => {
     });
   });
 
-  it("refuses traversal: /../, encoded dots and slashes, backslashes, NUL, symlinks leading outside", async () => {
+  it("refuses traversal: /../, encoded dots and slashes, backslashes, NUL, and symbolic links (leading outside or not)", async () => {
     const port = await site();
     for (const path of [
       "/../secret.txt",
@@ -325,6 +324,7 @@ describe("static server", () => {
       "/link-out.txt",
       "/dir-out/",
       "/dir-out/index.html",
+      "/link-in.css",
     ]) {
       const res = await raw(port, path);
       expect([path, res.status]).toEqual([path, 404]);

@@ -15,9 +15,17 @@
  *   deployment, naming the service.
  * - A Dockerfile project or a stack with nothing to start fails with a reason
  *   saying which option to set.
+ * - Paths the project names (rootDirectory, outputDirectory, a service's build
+ *   context) stay inside the source: lexically, and no component that exists
+ *   yet, from the source down to the target, may be a symbolic link (a
+ *   repository could otherwise point its output directory at the server's data
+ *   directory). What the build creates later is checked again where it is used
+ *   (the static server walks its directory without following links).
+ * - Manifests are read with O_NOFOLLOW and only when the opened descriptor is a
+ *   regular file within the size cap; the listing never descends into a link.
  */
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
-import { join, resolve, sep } from "node:path";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
 import type { ProjectOptions, ServiceSpec } from "../../../shared/db/schema";
 import { COMPOSE_FILES, detect, type Folder, MANIFEST_NAMES } from "../../projects/folder/detect";
 
@@ -45,11 +53,56 @@ const MAX_DEPTH = 4;
 const MAX_MANIFEST = 1024 * 1024;
 const SKIPPED = new Set([".git", "node_modules"]);
 
-/** A path inside `base` (relative, no escape), else PlanError naming the option. */
+/**
+ * A path inside `base` (relative, no escape, no symbolic link at any component
+ * that exists from `base` down), else PlanError naming the option. Components
+ * that do not exist yet are left for the build to create.
+ */
 export function inside(base: string, rel: string, what: string): string {
   const target = resolve(base, rel);
   if (target !== base && !target.startsWith(base + sep)) throw new PlanError(`${what} '${rel}' points outside the source`);
+  const segments = relative(base, target)
+    .split(sep)
+    .filter((s) => s !== "");
+  let current = base;
+  for (const [i, segment] of segments.entries()) {
+    current = join(current, segment);
+    const info = lstatSync(current, { throwIfNoEntry: false });
+    if (!info) break;
+    if (info.isSymbolicLink()) {
+      throw new PlanError(
+        i === segments.length - 1
+          ? `${what} '${rel}' is a symbolic link; links are not followed`
+          : `${what} '${rel}' passes through a symbolic link (${segments.slice(0, i + 1).join("/")}); links are not followed`,
+      );
+    }
+    if (!info.isDirectory()) break;
+  }
   return target;
+}
+
+/** A manifest's text: the descriptor opened without following a link must be a regular file within the cap; else undefined. */
+function readManifest(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > MAX_MANIFEST) return undefined;
+    const buffer = Buffer.alloc(info.size);
+    let read = 0;
+    while (read < buffer.length) {
+      const n = readSync(fd, buffer, read, buffer.length - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    return buffer.subarray(0, read).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The detector's input, built from a directory the way the scan builds it from an archive. */
@@ -67,13 +120,17 @@ export function folderOf(dir: string): Folder {
       if (paths.size >= MAX_LISTED) return;
       if (depth === 0 && SKIPPED.has(name)) continue;
       const path = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(join(abs, name));
+      const st = lstatSync(join(abs, name), { throwIfNoEntry: false });
+      if (!st) continue;
       if (st.isDirectory()) {
         paths.add(`${path}/`);
         if (depth + 1 < MAX_DEPTH) walk(join(abs, name), path, depth + 1);
       } else if (st.isFile()) {
         paths.add(path);
-        if (depth === 0 && MANIFEST_NAMES.has(name) && st.size <= MAX_MANIFEST) manifests.set(name, readFileSync(join(abs, name), "utf8"));
+        if (depth === 0 && MANIFEST_NAMES.has(name)) {
+          const text = readManifest(join(abs, name));
+          if (text !== undefined) manifests.set(name, text);
+        }
       }
     }
   };

@@ -7,19 +7,28 @@
  * - `/` and any directory: its `index.html`; no directory listings.
  * - Files are streamed (never read whole into memory), with a Content-Type for
  *   common extensions (else application/octet-stream) and Content-Length.
- * - Never serves outside the directory: the decoded path must not hold NUL, a
- *   backslash or a `..` segment (so `/../`, `%2e%2e/`, `%2f..` are refused), and
- *   the file's realpath must lie inside the directory's realpath (a symlink that
- *   leads outside is a 404). Refused paths get the same 404 as missing ones.
- * - Not found: the site's own `404.html` (status 404) if it has one, else a plain
- *   404. There is no SPA fallback to index.html: a single-page app that needs one
- *   can ship a 404.html that loads it.
+ * - Never serves outside the directory, whatever a build left in it or changes
+ *   in it later: the decoded path must not hold NUL, a backslash or a `..`
+ *   segment (so `/../`, `%2e%2e/`, `%2f..` are refused), and every request
+ *   walks from the directory's descriptor, opened once at start, one component
+ *   at a time with O_NOFOLLOW (shared/storage/confined.ts), so a symbolic link
+ *   at any component is a 404, even one made after the server started; the
+ *   file is served from the descriptor that was checked (a regular file by
+ *   fstat), never reopened by name. At start, the directory itself is reached
+ *   the same way from `base` (the work directory's source), so an output
+ *   directory that is, or passes through, a link refuses to start.
+ * - Refused paths get the same 404 as missing ones. Not found: the site's own
+ *   `404.html` (status 404) if it has one, else a plain 404. There is no SPA
+ *   fallback to index.html: a single-page app that needs one can ship a
+ *   404.html that loads it.
+ * - Only async file-system calls: a slow disk never stalls the server's event loop.
  */
-import { createReadStream } from "node:fs";
-import { realpath, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { extname, join, sep } from "node:path";
+import { extname, isAbsolute, relative, resolve, sep } from "node:path";
+import { at, isLinkOrNotDir, type OpenDir, openDir, openDirBelow, READ_FLAGS } from "../../../shared/storage/confined";
 
 export interface StaticServer {
   readonly port: number;
@@ -66,47 +75,81 @@ export function contentTypeOf(path: string): string {
   return CONTENT_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream";
 }
 
-/** Serves `dir` on 127.0.0.1 (port 0: a free one); resolves once listening. */
-export async function startStaticServer(dir: string, port = 0): Promise<StaticServer> {
-  const root = await realpath(dir);
+/** The served directory, opened from `base` without a link at any component; a clear error naming the offending part otherwise. */
+async function openRoot(dir: string, base: string | undefined): Promise<OpenDir> {
+  if (!base) {
+    try {
+      return await openDir(resolve(dir));
+    } catch (e) {
+      if (isLinkOrNotDir(e)) throw new Error(`the output directory ${dir} is a symbolic link or not a directory`);
+      throw e;
+    }
+  }
+  const rel = relative(resolve(base), resolve(dir));
+  if (rel.startsWith("..") || isAbsolute(rel)) throw new Error(`the output directory ${dir} is outside ${base}`);
+  const top = await openDir(resolve(base));
+  try {
+    return await openDirBelow(top, rel ? rel.split(sep) : []);
+  } catch (e) {
+    if (isLinkOrNotDir(e)) throw new Error(`the output directory ${rel} is, or passes through, a symbolic link (or is not a directory)`);
+    throw e;
+  } finally {
+    if (rel) await top.handle.close();
+  }
+}
+
+/**
+ * Serves `dir` on 127.0.0.1 (port 0: a free one); resolves once listening.
+ * `base`: the directory `dir` lies in that is trusted (the work directory's
+ * source); no component from it to `dir` may be a link. Without it, only `dir`
+ * itself is checked not to be one.
+ */
+export async function startStaticServer(dir: string, base?: string, port = 0): Promise<StaticServer> {
+  const root = await openRoot(dir, base);
   const server = createServer((req, res) => {
     handle(root, req, res).catch(() => {
       if (!res.headersSent) plain(res, 500, "Internal Server Error", req.method === "HEAD");
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
+  } catch (e) {
+    await root.handle.close();
+    throw e;
+  }
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      }).then(() => root.handle.close()),
   };
 }
 
-async function handle(root: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(root: OpenDir, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const head = req.method === "HEAD";
   if (req.method !== "GET" && !head) {
     res.setHeader("Allow", "GET, HEAD");
     return plain(res, 405, "Method Not Allowed", false);
   }
-  const file = await resolveFile(root, req.url ?? "/");
-  if (file) return send(res, file.path, file.size, 200, head);
-  const notFound = await resolveFile(root, "/404.html");
-  if (notFound) return send(res, notFound.path, notFound.size, 404, head);
+  const segments = segmentsOf(req.url ?? "/");
+  const file = segments && (await openFile(root, segments));
+  if (file) return send(res, file, 200, head);
+  const notFound = await openFile(root, ["404.html"]);
+  if (notFound) return send(res, notFound, 404, head);
   return plain(res, 404, "Not Found", head);
 }
 
-/** The regular file a request path names inside root (a directory: its index.html), or undefined. */
-async function resolveFile(root: string, url: string): Promise<{ path: string; size: number } | undefined> {
+/** The request path's segments, or undefined when it is refused (too long, undecodable, NUL, backslash, `..`). */
+function segmentsOf(url: string): string[] | undefined {
   if (url.length > MAX_PATH_CHARS) return undefined;
   const rawPath = url.split("?", 1)[0]!.split("#", 1)[0]!;
   let decoded: string;
@@ -117,31 +160,58 @@ async function resolveFile(root: string, url: string): Promise<{ path: string; s
   }
   if (!decoded.startsWith("/") || decoded.includes("\0") || decoded.includes("\\")) return undefined;
   const segments = decoded.split("/").filter((s) => s !== "" && s !== ".");
-  if (segments.some((s) => s === "..")) return undefined;
-  let candidate = join(root, ...segments);
-  for (let depth = 0; depth < 2; depth++) {
-    let real: string;
-    try {
-      real = await realpath(candidate);
-    } catch {
-      return undefined;
-    }
-    if (real !== root && !real.startsWith(root + sep)) return undefined;
-    const info = await stat(real);
-    if (info.isFile()) return { path: real, size: info.size };
-    if (!info.isDirectory()) return undefined;
-    candidate = join(real, "index.html");
-  }
-  return undefined;
+  return segments.some((s) => s === "..") ? undefined : segments;
 }
 
-function send(res: ServerResponse, path: string, size: number, status: number, head: boolean): void {
-  res.writeHead(status, { "Content-Type": contentTypeOf(path), "Content-Length": size, "X-Content-Type-Options": "nosniff" });
-  if (head) {
+interface OpenFile {
+  handle: FileHandle;
+  name: string;
+  size: number;
+}
+
+/** The regular file the segments name below root (a directory: its index.html), open; undefined for anything missing, a link at any component, or not a file. */
+async function openFile(root: OpenDir, segments: readonly string[]): Promise<OpenFile | undefined> {
+  const names = segments.length ? [...segments] : ["index.html"];
+  const last = names.pop()!;
+  let dir: OpenDir;
+  try {
+    dir = await openDirBelow(root, names);
+  } catch {
+    return undefined;
+  }
+  try {
+    for (const name of [last, "index.html"]) {
+      let handle: FileHandle;
+      try {
+        handle = await open(at(dir, name), READ_FLAGS);
+      } catch {
+        return undefined;
+      }
+      const info = await handle.stat().catch(() => undefined);
+      if (info?.isFile()) return { handle, name, size: info.size };
+      if (!info?.isDirectory() || name === "index.html") {
+        await handle.close();
+        return undefined;
+      }
+      // A directory: its index.html, looked up inside the descriptor just checked.
+      if (dir !== root) await dir.handle.close();
+      dir = { handle, path: `${dir.path}/${name}` };
+    }
+    return undefined;
+  } finally {
+    if (dir !== root) await dir.handle.close();
+  }
+}
+
+function send(res: ServerResponse, file: OpenFile, status: number, head: boolean): void {
+  res.writeHead(status, { "Content-Type": contentTypeOf(file.name), "Content-Length": file.size, "X-Content-Type-Options": "nosniff" });
+  if (head || file.size === 0) {
     res.end();
+    void file.handle.close();
     return;
   }
-  const stream = createReadStream(path);
+  // The descriptor checked, never the name again; no more than the announced length even if the file grows.
+  const stream = file.handle.createReadStream({ start: 0, end: file.size - 1, autoClose: true });
   stream.on("error", () => res.destroy());
   res.on("close", () => stream.destroy());
   stream.pipe(res);
