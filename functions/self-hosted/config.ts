@@ -1,6 +1,6 @@
 /** Configuration of the self-hosted Node adapter, parsed once from the environment. */
 import { createHash } from "node:crypto";
-import { realpathSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
@@ -17,6 +17,7 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().min(1).default("./data"),
   DATABASE_URL: z.string().url().optional(),
   SECRET_KEYS: z.string().min(1).optional(),
+  SECRET_KEYS_FILE: z.string().min(1).optional(),
   WORKSPACE_OWNER_TOKEN: z.string().min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["info", "silent"]).default("info"),
   SHARED_DOMAIN: z.string().min(1).default("localhost"),
@@ -149,6 +150,27 @@ export function buildEnvPassthrough(raw: string | undefined, env: Record<string,
   return out;
 }
 
+/**
+ * A secret setting read from a file (e.g. SECRET_KEYS_FILE), so it is not in the
+ * server's environment (`/proc/<pid>/environ`, which root and the server's user
+ * can read, and which nothing it spawns inherits anyway). The file must not be
+ * readable by group or others; at most 64 KiB; surrounding whitespace dropped.
+ */
+export function readSecretFile(name: string, path: string, alsoSet: string | undefined): string {
+  if (alsoSet) throw new Error(`Invalid configuration ${name}: set either ${name.replace(/_FILE$/, "")} or ${name}, not both`);
+  let info: ReturnType<typeof statSync>;
+  try {
+    info = statSync(path);
+  } catch {
+    throw new Error(`Invalid configuration ${name}: ${path} does not exist`);
+  }
+  if (!info.isFile() || info.size > 64 * 1024) throw new Error(`Invalid configuration ${name}: ${path} is not a file of at most 64 KiB`);
+  if (info.mode & 0o077) throw new Error(`Invalid configuration ${name}: ${path} is readable by group or others (chmod 600 it)`);
+  const value = readFileSync(path, "utf8").trim();
+  if (!value) throw new Error(`Invalid configuration ${name}: ${path} is empty`);
+  return value;
+}
+
 /** RUNNER_UID_RANGE: FIRST-LAST, never holding 0 or the server's own uid. */
 export function parseUidRange(raw: string, serverUid: number | undefined): UidRange {
   const [first, last] = raw.split("-").map(Number) as [number, number];
@@ -268,7 +290,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     host: e.HOST,
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
-    secretKeys: e.SECRET_KEYS,
+    secretKeys: e.SECRET_KEYS_FILE ? readSecretFile("SECRET_KEYS_FILE", e.SECRET_KEYS_FILE, e.SECRET_KEYS) : e.SECRET_KEYS,
     ownerToken: e.WORKSPACE_OWNER_TOKEN,
     logLevel: e.LOG_LEVEL,
     sharedDomain: e.SHARED_DOMAIN,
