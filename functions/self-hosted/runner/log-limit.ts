@@ -11,10 +11,12 @@ export const REPORT_MS = 5_000;
 export interface LogLimiter {
   /** Whether one more line of the deployment may be stored now. */
   admit(deploymentId: string, nowMs: number): boolean;
-  /** Deployments with dropped lines whose report is due: the counts (reset). */
+  /** Deployments with dropped lines whose report is due: the counts (reset). Buckets quiet for a minute are forgotten. */
   due(nowMs: number): Array<{ deploymentId: string; dropped: number }>;
-  forget(deploymentId: string): void;
 }
+
+/** A deployment's bucket, full and without a line for this long, is dropped (it would start full again anyway). */
+const IDLE_MS = 60_000;
 
 export function createLogLimiter(ratePerSecond: number): LogLimiter {
   const capacity = ratePerSecond * BURST_SECONDS;
@@ -42,12 +44,9 @@ export function createLogLimiter(ratePerSecond: number): LogLimiter {
         if (b.dropped > 0 && now - b.since >= REPORT_MS) {
           out.push({ deploymentId: id, dropped: b.dropped });
           b.dropped = 0;
-        }
+        } else if (b.dropped === 0 && now - b.at >= IDLE_MS) buckets.delete(id);
       }
       return out;
-    },
-    forget(id) {
-      buckets.delete(id);
     },
   };
 }
