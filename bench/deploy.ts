@@ -1,23 +1,31 @@
 /**
- * `npm run bench:deploy`: the self-hosted runner's overhead. A real server
- * (startSelfHosted on a fresh Postgres database, runner on) and the real git
- * test host; the fixture app (test/fixtures/apps/node-app: build and start
- * scripts, no dependencies) in a repository there.
+ * `npm run bench:deploy`: the self-hosted runner's overhead, and the sandbox's.
+ * Two real servers (startSelfHosted on fresh Postgres databases, runner on): one
+ * with the sandbox (the default), one with RUNNER_SANDBOX=off; the real git test
+ * host; the fixture app (test/fixtures/apps/node-app: build and start scripts)
+ * with one real dependency from the registry (is-number), so `npm install`
+ * reaches the registry like a user's app does (BENCH_NO_DEPS=1: none).
  *
  * - runner: time from `POST /api/deployments` to the deployment reading `ready`
- *   (GET polled every 20 ms), BENCH_RUNS (default 3) deploys, median.
+ *   (GET polled every 20 ms), BENCH_RUNS (default 3) deploys per server, median.
  * - by hand: the same commands as child processes in the same run: git init,
  *   fetch of the commit at depth 1, checkout, `npm install`, `npm run build`,
  *   `npm start` until it answers HTTP on its PORT; median of as many runs.
+ *   Rounds alternate sandboxed, unconfined and by hand.
+ * - app latency: BENCH_REQUESTS (default 500) sequential GETs of each server's
+ *   app through its edge (Host: the free route) and straight to the app's port,
+ *   p50 and p99.
  *
- * Prints both, and the ratio runner / by hand (target ≤ 1.15x).
+ * Prints the ratios runner / by hand (target ≤ 1.15x, sandboxed) and the edge
+ * latencies with and without the sandbox (target: no measurable p50 difference).
  */
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import pg from "pg";
 import { startSelfHosted } from "../functions/self-hosted/start";
 import { loadNodeConfig } from "../functions/self-hosted/config";
 import { freshDatabase } from "../test/support/fresh-database";
@@ -26,6 +34,20 @@ import { pushApp } from "../test/support/runner-harness";
 
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 500);
+const WITH_DEPS = !process.env.BENCH_NO_DEPS;
+/** One registry dependency: the install reaches the registry as a real app's does. */
+const DEPS_APP = {
+  "package.json": JSON.stringify({
+    name: "bench-app",
+    version: "1.0.0",
+    private: true,
+    dependencies: { "is-number": "7.0.0" },
+    scripts: { build: "node build.js", start: "node server.js" },
+  }),
+};
+/** The machine's global npmrc (CA, registry): what the sandbox shows the build as /etc/npmrc, given to the commands by hand too. */
+const NPMRC = ["/usr/local/etc/npmrc", "/usr/etc/npmrc", "/etc/npmrc"].find((p) => existsSync(p));
 const PG = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const TOKEN = "bench-owner-token-0123456789abcdef0123456789";
 
@@ -65,6 +87,7 @@ async function byHand(url: string, sha: string): Promise<number> {
     npm_config_update_notifier: "false",
     npm_config_fund: "false",
     npm_config_audit: "false",
+    ...(NPMRC ? { npm_config_globalconfig: NPMRC } : {}),
   };
   const start = performance.now();
   const sh = async (command: string) => {
@@ -94,9 +117,38 @@ async function byHand(url: string, sha: string): Promise<number> {
   return took;
 }
 
-async function main() {
-  const git = await startGitServer();
-  const db = await freshDatabase(PG, "bench_deploy", { migrate: true });
+const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
+
+/** Sequential GETs: p50 and p99 in ms. */
+async function latency(url: string, host?: string): Promise<{ p50: number; p99: number }> {
+  const times: number[] = [];
+  for (let i = -20; i < REQUESTS; i++) {
+    const t = performance.now();
+    const res = await fetch(url, { headers: host ? { host } : {} });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${url} (${host}): ${res.status}`);
+    if (i >= 0) times.push(performance.now() - t);
+  }
+  return { p50: pct(times, 0.5), p99: pct(times, 0.99) };
+}
+
+interface BenchServer {
+  label: string;
+  api: (path: string, init?: { method?: string; json?: unknown }) => Promise<Record<string, unknown>>;
+  url: string;
+  projectId: string;
+  /** Where the deployment's app listens (the database's record; the API does not show ports). */
+  portOf(deploymentId: string): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+async function openServer(
+  label: string,
+  git: Awaited<ReturnType<typeof startGitServer>>,
+  repo: { owner: string; repo: string },
+  env: Record<string, string>,
+): Promise<BenchServer> {
+  const db = await freshDatabase(PG, `bench_deploy_${label}`, { migrate: true });
   const dataDir = mkdtempSync(join(tmpdir(), "bench-deploy-"));
   const server = await startSelfHosted(
     loadNodeConfig({
@@ -108,64 +160,112 @@ async function main() {
       OUTBOUND_ALLOW_PRIVATE: "true",
       LOG_LEVEL: "silent",
       STOP_GRACE: "1s",
+      ...env,
     }),
     () => {},
   );
-  try {
-    const api = async (path: string, init: { method?: string; json?: unknown } = {}) => {
-      const res = await fetch(`${server.url}${path}`, {
-        method: init.method ?? (init.json ? "POST" : "GET"),
-        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-        body: init.json ? JSON.stringify(init.json) : undefined,
-      });
-      const body = await res.json();
-      if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
-      return body as Record<string, unknown>;
-    };
-    const repo = await git.createRepo();
-    const sha = await pushApp(git, repo.owner, repo.repo);
-    const project = await api("/api/projects", { json: { name: "bench app" } });
-    await api(`/api/projects/${project.id}/git/link`, { json: { provider: "gitea", owner: repo.owner, repo: repo.repo } });
-
-    const runner: number[] = [];
-    const hand: number[] = [];
-    // Alternating, after one warm-up of each (npm's first start is slower).
-    for (let i = -1; i < RUNS; i++) {
-      const start = performance.now();
-      const d = await api("/api/deployments", { json: { projectId: project.id } });
-      for (;;) {
-        const now = await api(`/api/deployments/${d.id}`);
-        if (now.status === "ready") break;
-        if (now.status === "failed" || now.status === "canceled") throw new Error(`deploy ${now.status}: ${now.failureReason}`);
-        await new Promise((r) => setTimeout(r, 20));
+  const api = async (path: string, init: { method?: string; json?: unknown } = {}) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method: init.method ?? (init.json ? "POST" : "GET"),
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: init.json ? JSON.stringify(init.json) : undefined,
+    });
+    const body = await res.json();
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+    return body as Record<string, unknown>;
+  };
+  const project = await api("/api/projects", { json: { name: `bench ${label}` } });
+  await api(`/api/projects/${project.id}/git/link`, { json: { provider: "gitea", owner: repo.owner, repo: repo.repo } });
+  return {
+    label,
+    api,
+    url: server.url,
+    projectId: project.id as string,
+    portOf: async (id) => {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        return (await client.query<{ port: number | null }>("select port from deployments where id = $1", [id])).rows[0]?.port ?? undefined;
+      } finally {
+        await client.end();
       }
-      const took = performance.now() - start;
-      const manual = await byHand(repo.url, sha);
+    },
+    close: async () => {
+      await server.close();
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** POST /api/deployments → ready, in ms. */
+async function deployOnce(s: BenchServer): Promise<number> {
+  const start = performance.now();
+  const d = await s.api("/api/deployments", { json: { projectId: s.projectId } });
+  for (;;) {
+    const now = await s.api(`/api/deployments/${d.id}`);
+    if (now.status === "ready") break;
+    if (now.status === "failed" || now.status === "canceled") throw new Error(`${s.label}: deploy ${now.status}: ${now.failureReason}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return performance.now() - start;
+}
+
+async function main() {
+  const git = await startGitServer();
+  const repo = await git.createRepo();
+  const sha = await pushApp(git, repo.owner, repo.repo, "trunk", WITH_DEPS ? DEPS_APP : {});
+  const sandboxed = await openServer("sandbox", git, repo, {});
+  const unconfined = await openServer("unconfined", git, repo, { RUNNER_SANDBOX: "off" });
+  try {
+    const times = { sandbox: [] as number[], unconfined: [] as number[], hand: [] as number[] };
+    // Alternating, after one warm-up of each (npm's first install and start are slower).
+    for (let i = -1; i < RUNS; i++) {
+      const a = await deployOnce(sandboxed);
+      const b = await deployOnce(unconfined);
+      const c = await byHand(repo.url, sha);
       if (i >= 0) {
-        runner.push(took);
-        hand.push(manual);
+        times.sandbox.push(a);
+        times.unconfined.push(b);
+        times.hand.push(c);
       }
     }
-    const r = median(runner);
-    const h = median(hand);
-    console.log(`runner: POST /api/deployments → ready, median of ${RUNS}: ${fmt(r)} (${runner.map(fmt).join(", ")})`);
-    console.log(`by hand: clone + npm install + npm run build + npm start until it answers, median of ${RUNS}: ${fmt(h)} (${hand.map(fmt).join(", ")})`);
-    console.log(`ratio: ${(r / h).toFixed(2)}x (target ≤ 1.15x)`);
+    const [s, u, h] = [median(times.sandbox), median(times.unconfined), median(times.hand)];
+    const what = `clone + npm install${WITH_DEPS ? " (1 registry dependency)" : ""} + npm run build + npm start until it answers`;
+    console.log(`runner, sandboxed: POST /api/deployments → ready, median of ${RUNS}: ${fmt(s)} (${times.sandbox.map(fmt).join(", ")})`);
+    console.log(`runner, RUNNER_SANDBOX=off: median of ${RUNS}: ${fmt(u)} (${times.unconfined.map(fmt).join(", ")})`);
+    console.log(`by hand: ${what}, median of ${RUNS}: ${fmt(h)} (${times.hand.map(fmt).join(", ")})`);
+    console.log(
+      `ratio sandboxed / by hand: ${(s / h).toFixed(2)}x (target ≤ 1.15x); unconfined / by hand: ${(u / h).toFixed(2)}x; sandbox / unconfined: ${(s / u).toFixed(2)}x`,
+    );
+
+    for (const server of [sandboxed, unconfined]) {
+      const project = (await server.api(`/api/projects/${server.projectId}`)) as { routes: { free: { hostname: string } } };
+      const [d] = ((await server.api(`/api/projects/${server.projectId}/deployments?limit=1`)) as { items: Array<{ id: string }> }).items;
+      const port = await server.portOf(d!.id);
+      const edge = await latency(`${server.url}/`, project.routes.free.hostname);
+      const direct = port ? await latency(`http://127.0.0.1:${port}/`) : undefined;
+      console.log(
+        `app latency (${server.label}), ${REQUESTS} sequential GETs: through the edge p50 ${edge.p50.toFixed(2)} ms, p99 ${edge.p99.toFixed(2)} ms` +
+          (direct ? `; the app directly p50 ${direct.p50.toFixed(2)} ms, p99 ${direct.p99.toFixed(2)} ms` : ""),
+      );
+    }
     if (process.env.BENCH_VERBOSE) {
-      const list = (await api(`/api/projects/${project.id}/deployments?limit=1`)) as {
+      const list = (await sandboxed.api(`/api/projects/${sandboxed.projectId}/deployments?limit=1`)) as {
         items: Array<{ id: string; transitions: Array<{ status: string; at: string }> }>;
       };
       const last = list.items[0]!;
-      const logs = (await api(`/api/deployments/${last.id}/logs?limit=200`)) as { items: Array<{ timestamp: string; stream: string; message: string }> };
+      const logs = (await sandboxed.api(`/api/deployments/${last.id}/logs?limit=200`)) as {
+        items: Array<{ timestamp: string; stream: string; message: string }>;
+      };
       const t0 = Date.parse(last.transitions[0]!.at);
       for (const t of last.transitions) console.log(`${Date.parse(t.at) - t0} ms  [${t.status}]`);
       for (const l of logs.items) console.log(`${Date.parse(l.timestamp) - t0} ms  ${l.stream}: ${l.message}`);
     }
   } finally {
-    await server.close();
+    await sandboxed.close();
+    await unconfined.close();
     await git.close();
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
