@@ -16,6 +16,11 @@
  * point each provider at another base URL (the public hosts by default; Gitea
  * has none); git traffic goes through the outbound guard (OUTBOUND_ALLOW_PRIVATE).
  *
+ * Storage caps per organization: ORG_ARTIFACT_QUOTA_MB (stored deployment artifacts,
+ * default 5120) and ORG_WORKDIR_QUOTA_MB (runners' kept builds, default 20480); 0: no
+ * cap. The cron trigger also removes the artifacts of failed, canceled and pruned
+ * deployments that are left (functions/deployments/artifacts.ts).
+ *
  * Logs: the cron trigger also sweeps the log store (LOG_RETENTION_DAYS, default 30;
  * LOG_RETENTION_LINES per project, default 50,000). A log stream (SSE) keeps its
  * request's Pool until the stream ends; it polls once a second (shared/http/sse.ts).
@@ -36,10 +41,12 @@ import type { GitService } from "../shared/http/context";
 import { createEmailApiMailer } from "../shared/outbound/email-api";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import type { Mailer, Outbound } from "../shared/outbound/types";
+import { type StorageQuotas, storageQuotasFromEnv } from "../shared/storage/quotas";
 import { createS3Storage, DEFAULT_S3_REGION } from "../shared/storage/s3";
 import type { UploadStorage } from "../shared/storage/types";
 import { createApp } from "./app";
 import { sweepExpiredUploads } from "./projects/folder/sweep";
+import { sweepArtifacts } from "./deployments/artifacts";
 import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./notifications/delivery/engine";
 import type { Transports } from "./notifications/delivery/send";
 import { describeError } from "../shared/http/error-log";
@@ -67,6 +74,8 @@ const Bindings = z.object({
   GIT_GITEA_URL: z.string().optional(),
   LOG_RETENTION_DAYS: z.string().optional(),
   LOG_RETENTION_LINES: z.string().optional(),
+  ORG_ARTIFACT_QUOTA_MB: z.string().optional(),
+  ORG_WORKDIR_QUOTA_MB: z.string().optional(),
 });
 type Env = z.infer<typeof Bindings>;
 
@@ -131,13 +140,15 @@ function gitFor(env: Env): GitService {
   return gitCache.git;
 }
 
-/** Removes expired upload sessions and their objects (cron), on a Pool of its own. */
+/** Removes expired upload sessions and their objects, and artifacts no deployment can use any more (cron), on a Pool of its own. */
 async function sweepUploads(env: Env): Promise<void> {
   const uploads = uploadsFor(env);
   if (!uploads) return;
   const { db, close } = openNeon(env.DATABASE_URL);
   try {
-    await sweepExpiredUploads({ db, uploads, now: new Date(), logger: jsonLogger() });
+    const now = new Date();
+    await sweepExpiredUploads({ db, uploads, now, logger: jsonLogger() });
+    await sweepArtifacts({ db, uploads, now, logger: jsonLogger() });
   } finally {
     await close();
   }
@@ -164,6 +175,15 @@ function transportsFor(env: Env, overrides: WorkerOverrides): Transports {
         ? createEmailApiMailer({ apiKey: env.EMAIL_API_KEY, url: env.EMAIL_API_URL, from: env.EMAIL_FROM ?? "Workspace <notifications@localhost>" })
         : undefined),
   };
+}
+
+/** ORG_ARTIFACT_QUOTA_MB and ORG_WORKDIR_QUOTA_MB (vars); a malformed one fails every request naming it. */
+function quotasFor(env: Env): StorageQuotas {
+  try {
+    return storageQuotasFromEnv(env);
+  } catch (e) {
+    throw new Error(`Worker misconfigured: ${(e as Error).message}`);
+  }
 }
 
 /** Drains the outbox on a Pool of its own (the request's is ended when the response is sent). */
@@ -197,7 +217,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
       keyring: await keyringFor(env.SECRET_KEYS),
       uploads: uploadsFor(env),
       git: gitFor(env),
-      config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN },
+      config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN, storageQuotas: quotasFor(env) },
       outbound: transports.outbound,
       mailer: transports.mailer,
       wakeDeliveries: () => c.executionCtx.waitUntil(drainOutbox(env, overrides, REQUEST_DRAIN_BUDGET_MS).catch(logDrainError)),

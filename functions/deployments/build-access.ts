@@ -13,6 +13,7 @@ import { findSession } from "../projects/folder/store";
 import { EnvironmentName } from "../projects/schema";
 import { findProject } from "../projects/store";
 import { viewOf } from "./routes";
+import { STORAGE_CAPS_DESCRIPTION } from "./artifacts";
 import { disabledConflict, environmentFor, queueUpload } from "./queue";
 import { DeploymentSchema } from "./schema";
 
@@ -46,13 +47,14 @@ const route = defineRoute({
     "The tarball is copied inside the upload store to the deployment's own durable artifact (`artifacts/<orgId>/<deploymentId>.tar.gz`): the session may expire and be swept, the deployment keeps its source.",
     "The project's compose services (the ensure's) go with it, else the ones the session's scan parsed; their values are stored encrypted for the deployment and never returned.",
     "404 for a session (or project) that is not the caller organization's, or has expired; 400 naming `uploadSessionId` when the session was not scanned or no ensure of this project used it; 400 naming `environment` for an unknown environment; 409 when the project is disabled or the upload is no longer stored.",
+    STORAGE_CAPS_DESCRIPTION,
     "Answers 201 with the `queued` deployment and a read-only deployment session token (as POST /api/projects/{id}/deployment-session mints) for following its build.",
   ].join(" "),
   permission: "project:write",
   request: { body: jsonRequest(Body) },
   responses: {
     201: jsonResponse(Answer, "The queued deployment and a session for following it"),
-    409: { description: "The project is disabled, or its upload is gone" },
+    409: { description: "The project is disabled, its upload is gone, or the organization's storage is at a cap" },
   },
 });
 

@@ -7,7 +7,10 @@
  * An upload deployment never points at a session's tarball: the session (and its
  * tarball) expires and is swept. The tarball is copied inside the upload store to
  * `artifacts/<orgId>/<deploymentId>.tar.gz` (S3 CopyObject; an atomic file copy on
- * disk), a key no upload sweep removes, before the deployment is recorded.
+ * disk), a key no upload sweep removes while the deployment may use it, before the
+ * deployment is recorded with the copy's size. The organization's storage caps are
+ * checked before the copy (an organization past them copies nothing) and again, exactly,
+ * where the deployment is inserted (artifacts.ts); a refused copy is removed.
  */
 import { and, eq } from "drizzle-orm";
 import type { Keyring, SecretContext } from "../../shared/crypto/keyring";
@@ -20,6 +23,7 @@ import type { ParsedService } from "../projects/folder/compose";
 import { decryptCaptured, serviceEnvContext } from "../projects/folder/services";
 import { type EnvironmentRow, findEnvironment } from "../projects/environments-store";
 import { findProject, type ProjectRow } from "../projects/store";
+import { lockedStorageCheck, precheckStorage, quotasOf } from "./artifacts";
 import { type DeploymentRow, insertDeployment, type NewDeployment, type PreviousUpload, projectServiceRows, type UploadSessionRow } from "./store";
 
 /** Compose environment values of a deployment, per service (what `services_ciphertext` holds). */
@@ -116,13 +120,24 @@ export async function queueUpload(
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   const { orgId, project } = input;
   const from = input.session?.objectKey ?? input.previous?.artifactKey;
-  if (!from) throw new ApiError("conflict", "The project has no uploaded folder to deploy: upload it again (wsp deploy)");
+  if (!from) {
+    throw new ApiError(
+      "conflict",
+      input.previous
+        ? "The project's last uploaded folder is no longer stored (its deployments failed or were canceled, and their artifacts were removed): upload it again (wsp deploy)"
+        : "The project has no uploaded folder to deploy: upload it again (wsp deploy)",
+    );
+  }
+  const quotas = quotasOf(c.get("config"));
+  await precheckStorage(c.get("db"), orgId, quotas, input.session?.sizeBytes ?? input.previous?.artifactBytes ?? 0);
   const id = newId("dpl");
   const artifactKey = artifactKeyFor(orgId, id);
   if (!(await uploads.copy(from, artifactKey))) {
     throw new ApiError("conflict", "The uploaded folder is no longer stored: upload it again (wsp deploy)");
   }
   try {
+    // The copy's own size is what the organization stores from now on.
+    const artifactBytes = (await uploads.size(artifactKey)) ?? 0;
     const services = await servicesFor(c, orgId, project.id, input);
     const values = services && Object.keys(services.values).length ? services.values : null;
     const fields: NewDeployment = {
@@ -132,6 +147,7 @@ export async function queueUpload(
       createdBy: input.userId,
       source: "upload",
       artifactKey,
+      artifactBytes,
       uploadSessionId: input.session?.id ?? input.previous?.uploadSessionId ?? null,
       services: services?.specs ?? null,
       servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
@@ -159,9 +175,11 @@ export async function queueLocal(
   const uploads = c.get("uploads");
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   const { orgId, project } = input;
+  // The snapshot's size is known once packed: an organization already at a cap packs nothing.
+  await precheckStorage(c.get("db"), orgId, quotasOf(c.get("config")), 0);
   const id = newId("dpl");
   const artifactKey = artifactKeyFor(orgId, id);
-  await folders.snapshot({ path: project.localPath, key: artifactKey, now: c.get("clock")() });
+  const snapshot = await folders.snapshot({ path: project.localPath, key: artifactKey, now: c.get("clock")() });
   try {
     const services = await servicesFor(c, orgId, project.id, {});
     const values = services && Object.keys(services.values).length ? services.values : null;
@@ -172,6 +190,7 @@ export async function queueLocal(
       createdBy: input.userId,
       source: "local",
       artifactKey,
+      artifactBytes: snapshot.sizeBytes,
       services: services?.specs ?? null,
       servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
     };
@@ -182,12 +201,18 @@ export async function queueLocal(
   }
 }
 
-/** Inserts a queued deployment under the project's row lock (a disable or delete that raced the lookups wins) and wakes the runner. */
+/**
+ * Inserts a queued deployment under the project's row lock (a disable or delete
+ * that raced the lookups wins) and the organization's storage check (409 past a
+ * cap, exact under the organization's row lock), then wakes the runner.
+ */
 export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id?: string): Promise<DeploymentRow> {
   const now = c.get("clock")();
+  const quotas = quotasOf(c.get("config"));
   const row = await c.get("db").transaction(async (tx) => {
     const locked = await findProject(tx, orgId, projectId, "key share");
     if (locked.disabledAt) throw disabledConflict();
+    await lockedStorageCheck(tx, orgId, quotas, fields.artifactKey ? (fields.artifactBytes ?? 0) : undefined);
     return insertDeployment(tx, fields, now, id);
   });
   c.get("wakeRunner")();

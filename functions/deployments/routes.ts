@@ -22,7 +22,8 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { callerOf, createRouter } from "../../shared/http/router";
 import { DeploymentSchema, deploymentView } from "./schema";
 import { disabledConflict, environmentFor, insertQueued, queueLocal, queueUpload } from "./queue";
-import { cancelDeployment, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
+import { discardArtifact, STORAGE_CAPS_DESCRIPTION } from "./artifacts";
+import { cancelDeploymentFrom, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
 
 const TAGS = ["Deployments"];
 const COMMIT = /^[0-9a-fA-F]{40}$/;
@@ -53,14 +54,19 @@ const create = defineRoute({
   description: [
     "Queues a deployment of one environment (`environment` omitted: production) from a source pinned now.",
     "A project with a linked repository deploys a commit: the head of `branch` (else the environment's branch for a preview, else the project's deploy branch), read from the host now with the project's clone token; `commit` pins a commit that must be the head of a branch on the host (the given branch, else any; an older commit cannot be checked without fetching the repository, so it is refused: 400 naming `commit`).",
-    "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the artifact of its last upload deployment), copied to the new deployment's own durable artifact (it outlives the session and every upload sweep), with the project's compose services (else the session's parsed ones). 409 when the uploaded folder is no longer stored.",
+    "An upload project redeploys its last uploaded folder (the newest scanned, unexpired upload session an ensure used for it, else the folder of its last upload deployment, copied from a deployment of that folder whose artifact is still stored), copied to the new deployment's own durable artifact (it outlives the session and every upload sweep), with the project's compose services (else the session's parsed ones). 409 when the uploaded folder is no longer stored (an artifact is removed once its deployment failed, was canceled or was pruned; an older folder is never deployed in its place).",
     "A local-folder project (self-hosted, POST /api/projects/import) snapshots its folder now: a gzipped tarball of its files honouring `.gitignore` (any depth) and the root `.dockerignore`, without `.git/`, symbolic links (never followed, wherever they point) or special files, stored as the deployment's own artifact (source `local`); 409 when the folder no longer exists, is no longer under an allowed root, has no files, or is over the upload limits; 409 on the cloud.",
     "400 naming `environment` when the project has no such environment, `branch` when the host has no such branch, `commit` when it is no branch head there; 404 for a project that is not the caller's; 409 when the project is disabled or has no source (no linked repository and no upload); 409 when the linked repository no longer answers; 502 when the host is unreachable.",
+    STORAGE_CAPS_DESCRIPTION,
     "Answers 201 with the `queued` deployment; the self-hosted runner builds it.",
   ].join(" "),
   permission: "project:write",
   request: { body: jsonRequest(CreateBody) },
-  responses: { 201: jsonResponse(DeploymentSchema, "The queued deployment"), 409: CONFLICT_409, 502: HOST_502 },
+  responses: {
+    201: jsonResponse(DeploymentSchema, "The queued deployment"),
+    409: { description: "See the message: the project is disabled or has no source, or the organization's storage is at a cap" },
+    502: HOST_502,
+  },
 });
 
 const read = defineRoute({
@@ -81,7 +87,7 @@ const cancel = defineRoute({
   tags: TAGS,
   summary: "Cancel a queued or building deployment",
   description:
-    "A `queued` or `building` deployment becomes `canceled` (its runner kills the build's process group within seconds). 409 for any other state (deploying, ready, failed, canceled). No request body.",
+    "A `queued` or `building` deployment becomes `canceled` (its runner kills the build's process group within seconds). Its artifact (upload, local) is removed: at once for a queued one, by its runner for a building one (with its work directory). 409 for any other state (deploying, ready, failed, canceled). No request body.",
   permission: "project:write",
   request: { params: IdParam },
   responses: { 200: jsonResponse(DeploymentSchema, "The canceled deployment"), 409: CONFLICT_409 },
@@ -182,7 +188,9 @@ export const deploymentRoutes = createRouter()
   .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))
   .openapi(cancel, async (c) => {
     const { orgId } = callerOf(c);
-    const row = await cancelDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    const { row, from } = await cancelDeploymentFrom(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
+    // A queued deployment was never claimed: its artifact goes now (a building one's runner removes it once the build stopped).
+    if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, row.id);
     c.get("wakeRunner")();
     return c.json(await viewOf(c, orgId, row.id), 200);
   })

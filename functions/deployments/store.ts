@@ -3,7 +3,7 @@
  * `transition`, which writes the row and its `deployment_transitions` line in the
  * caller's transaction, so the history never misses a step.
  */
-import { and, asc, desc, eq, gt, inArray, isNotNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNotNull, sql } from "drizzle-orm";
 import { type DEPLOYMENT_STATUSES, deployments, deploymentTransitions, environments, projectServices, uploadSessions } from "../../shared/db/schema";
 import type { Db, Executor, Tx } from "../../shared/db/types";
 import { ApiError, notFound } from "../../shared/http/errors";
@@ -101,12 +101,17 @@ async function makeCurrent(tx: Tx, d: DeploymentRow, now: Date): Promise<Deploym
 
 /** POST :id/cancel: queued or building → canceled; anything else is 409. */
 export async function cancelDeployment(db: Db, orgId: string, id: string, now: Date): Promise<DeploymentRow> {
+  return (await cancelDeploymentFrom(db, orgId, id, now)).row;
+}
+
+/** cancelDeployment, telling the status it was canceled from (a queued one was never claimed: no runner holds its artifact). */
+export async function cancelDeploymentFrom(db: Db, orgId: string, id: string, now: Date): Promise<{ row: DeploymentRow; from: DeploymentStatus }> {
   return db.transaction(async (tx) => {
     const { d } = await findDeployment(tx, orgId, id, "update");
     if (!CANCELABLE.includes(d.status)) {
       throw new ApiError("conflict", `The deployment is ${d.status}: only a queued or building deployment can be canceled`);
     }
-    return transition(tx, d, "canceled", now);
+    return { row: await transition(tx, d, "canceled", now), from: d.status };
   });
 }
 
@@ -155,12 +160,16 @@ export async function markStatus(
 
 export type UploadSessionRow = typeof uploadSessions.$inferSelect;
 /** An upload deployment's source, as a later redeploy copies it. */
-export type PreviousUpload = Pick<DeploymentRow, "id" | "orgId" | "artifactKey" | "uploadSessionId" | "services" | "servicesCiphertext">;
+export type PreviousUpload = Pick<DeploymentRow, "id" | "orgId" | "artifactKey" | "artifactBytes" | "uploadSessionId" | "services" | "servicesCiphertext">;
 
 /**
  * The upload an upload project redeploys: the newest scanned, unexpired upload
- * session an ensure bound to the project, else its newest upload deployment (whose
- * durable artifact it copies); undefined when neither exists.
+ * session an ensure bound to the project, else the folder its newest upload
+ * deployment came from (its upload session), copied from the newest deployment of
+ * that folder whose artifact is still stored; when none is (they all failed or were
+ * canceled, and their artifacts were removed), that newest deployment with no
+ * artifact key (queueUpload: 409, upload it again), never an older folder.
+ * Undefined when neither a session nor an upload deployment exists.
  */
 export async function lastUpload(
   ex: Executor,
@@ -174,20 +183,26 @@ export async function lastUpload(
     .orderBy(desc(uploadSessions.createdAt), desc(uploadSessions.id))
     .limit(1);
   if (session) return { session };
-  const [previous] = await ex
-    .select({
-      id: deployments.id,
-      orgId: deployments.orgId,
-      artifactKey: deployments.artifactKey,
-      uploadSessionId: deployments.uploadSessionId,
-      services: deployments.services,
-      servicesCiphertext: deployments.servicesCiphertext,
-    })
+  const columns = {
+    id: deployments.id,
+    orgId: deployments.orgId,
+    artifactKey: deployments.artifactKey,
+    artifactBytes: deployments.artifactBytes,
+    uploadSessionId: deployments.uploadSessionId,
+    services: deployments.services,
+    servicesCiphertext: deployments.servicesCiphertext,
+  };
+  const uploads = and(eq(deployments.projectId, projectId), eq(deployments.source, "upload"));
+  const [newest] = await ex.select(columns).from(deployments).where(uploads).orderBy(desc(deployments.id)).limit(1);
+  if (!newest) return undefined;
+  if (newest.artifactKey) return { previous: newest };
+  const [stored] = await ex
+    .select(columns)
     .from(deployments)
-    .where(and(eq(deployments.projectId, projectId), eq(deployments.source, "upload"), isNotNull(deployments.artifactKey)))
+    .where(and(uploads, isNotNull(deployments.artifactKey), sql`${deployments.uploadSessionId} is not distinct from ${newest.uploadSessionId}`))
     .orderBy(desc(deployments.id))
     .limit(1);
-  return previous ? { previous } : undefined;
+  return { previous: stored ?? newest };
 }
 
 /** The project's compose services as the last ensure stored them, in their order (values still encrypted). */

@@ -9,6 +9,7 @@ import type { GitHosts } from "../git/hosts";
 import type { Mailer, Outbound } from "../outbound/types";
 import type { Gunzip } from "../storage/gunzip";
 import type { LocalFolders } from "../storage/local-folders";
+import type { StorageQuotas } from "../storage/quotas";
 import type { UploadStorage } from "../storage/types";
 import type { Role, Tag } from "../auth/permissions";
 import type { Logger } from "./logger";
@@ -26,6 +27,8 @@ export interface ServiceConfig {
   cloudApiUrl?: string;
   /** TRUSTED_PROXIES (Node adapter): proxies whose X-Forwarded-For names the client for the sign-in limits; absent or empty: the connection's peer. */
   trustedProxies?: import("../net/cidr").Cidr[];
+  /** ORG_ARTIFACT_QUOTA_MB and ORG_WORKDIR_QUOTA_MB: the per-organization storage caps POST /api/deployments enforces; absent: the defaults (shared/storage/quotas.ts). */
+  storageQuotas?: StorageQuotas;
 }
 
 export interface EdgeRoutes {

@@ -69,6 +69,10 @@ export function createDiskStorage(opts: { dir: string; publicUrl?: string }): Di
     async remove(key) {
       await rm(pathOf(key), { force: true });
     },
+    async size(key) {
+      const info = await stat(pathOf(key)).catch(() => null);
+      return info?.isFile() ? info.size : null;
+    },
     async copy(fromKey, toKey) {
       const from = pathOf(fromKey);
       const final = pathOf(toKey);

@@ -66,6 +66,19 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
   const Bucket = settings.bucket;
   const objectKey = (key: string) => prefix + checkedKey(key);
 
+  /** The object's size from a HEAD (no body read); null when it does not exist. */
+  async function headSize(key: string): Promise<number | null> {
+    const { sdk, client } = await load();
+    const head = await sdk.getSignedUrl(client, new sdk.HeadObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });
+    const res = await fetch(head, { method: "HEAD" });
+    await res.body?.cancel();
+    if (res.status === 404) return null;
+    if (!res.ok) throw new Error(`object storage stat failed: HTTP ${res.status}`);
+    const sizeBytes = Number(res.headers.get("content-length"));
+    if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 0) throw new Error("object storage stat failed: no content length");
+    return sizeBytes;
+  }
+
   return {
     kind: "presigned",
     async presign({ key, sizeBytes, now, expiresInSeconds }) {
@@ -82,19 +95,14 @@ export function createS3Storage(settings: S3Settings): PresignedStorage {
       return { url, absoluteUrl: url, method: "PUT", headers, requiresAuth: false };
     },
     async presignGet({ key, now, expiresInSeconds }): Promise<PresignedDownload | null> {
-      const { sdk, client } = await load();
-      const Key = objectKey(key);
       // A HEAD first: a missing object gets no link, and the link comes with the size.
-      const head = await sdk.getSignedUrl(client, new sdk.HeadObjectCommand({ Bucket, Key }), { expiresIn: INTERNAL_TTL_SECONDS });
-      const res = await fetch(head, { method: "HEAD" });
-      await res.body?.cancel();
-      if (res.status === 404) return null;
-      if (!res.ok) throw new Error(`object storage stat failed: HTTP ${res.status}`);
-      const sizeBytes = Number(res.headers.get("content-length"));
-      if (!Number.isSafeInteger(sizeBytes) || sizeBytes < 0) throw new Error("object storage stat failed: no content length");
-      const url = await sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key }), { expiresIn: expiresInSeconds, signingDate: now });
+      const sizeBytes = await headSize(key);
+      if (sizeBytes === null) return null;
+      const { sdk, client } = await load();
+      const url = await sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: expiresInSeconds, signingDate: now });
       return { url, expiresAt: new Date(now.getTime() + expiresInSeconds * 1000), sizeBytes };
     },
+    size: headSize,
     async open(key): Promise<StoredUpload | null> {
       const { sdk, client } = await load();
       const url = await sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key: objectKey(key) }), { expiresIn: INTERNAL_TTL_SECONDS });

@@ -45,6 +45,8 @@ interface CommonStorage {
    * when `fromKey` does not exist.
    */
   copy(fromKey: string, toKey: string): Promise<boolean>;
+  /** The stored size of `key` in bytes, or null when nothing is stored there (a deployment's artifact is measured once copied). */
+  size(key: string): Promise<number | null>;
 }
 
 export interface PresignedStorage extends CommonStorage {

@@ -10,7 +10,9 @@ import { jsonLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { createNodeServices, type NodeServiceOverrides } from "../../functions/self-hosted/services";
+import { withStorageQuotas } from "../../functions/self-hosted/storage-quotas";
 import { sweepUploadsOnce } from "../../functions/self-hosted/uploads/sweeper";
+import { storageQuotasFromEnv } from "../../shared/storage/quotas";
 import { buildRequest, PostgresUnavailable, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
@@ -56,7 +58,9 @@ async function nodeHarness(
   });
   const node = await createNodeServices(config, database, keyring, logger, overrides);
   if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();
-  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+  // The storage caps as `npm start` reads them (functions/node.ts).
+  const services = withStorageQuotas(node.services, storageQuotasFromEnv(env));
+  const app = createApp({ services: () => services, logger, extraRouters: node.extraRouters });
   const uploads = node.services.uploads!;
   const harness = {
     runtime,
@@ -86,10 +90,10 @@ export async function openPgliteHarness(overrides?: HarnessServices, env?: Harne
   return nodeHarness("node-pglite", database, undefined, false, overrides, env);
 }
 
-export async function openPostgresHarness(overrides?: HarnessServices): Promise<Harness> {
+export async function openPostgresHarness(overrides?: HarnessServices, env?: HarnessEnv): Promise<Harness> {
   if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const database = await openPostgres(inject("pgUrl"), { migrate: false, max: 20 });
-  return nodeHarness("node-postgres", database, inject("pgUrl"), inject("pgKind") === "postgres", overrides);
+  return nodeHarness("node-postgres", database, inject("pgUrl"), inject("pgKind") === "postgres", overrides, env);
 }
 
 export const pgliteHarness: HarnessFactory = Object.assign(() => openPgliteHarness(), { realConcurrency: () => false });

@@ -22,6 +22,8 @@ declare module "vitest" {
 export interface RuntimeServices {
   node?: HarnessServices;
   worker?: WorkerOverrides;
+  /** Settings an operator would give, on either runtime (Node: the environment; the Worker: vars), e.g. ORG_ARTIFACT_QUOTA_MB. */
+  env?: Record<string, string>;
 }
 
 export function currentRuntime(): Runtime {
@@ -40,9 +42,9 @@ export function runtimeFactory<H extends Harness>(open: (runtime: Runtime) => Pr
 }
 
 async function openRuntimeHarness(runtime: Runtime, services: RuntimeServices): Promise<Harness> {
-  if (runtime === "worker") return (await import("./worker-harness")).openWorkerHarness(services.worker);
+  if (runtime === "worker") return (await import("./worker-harness")).openWorkerHarness(services.worker, services.env);
   const node = await import("./node-harness");
-  return runtime === "node-pglite" ? node.openPgliteHarness(services.node) : node.openPostgresHarness(services.node);
+  return runtime === "node-pglite" ? node.openPgliteHarness(services.node, services.env) : node.openPostgresHarness(services.node, services.env);
 }
 
 /**

@@ -22,8 +22,8 @@ export type WorkerHarness = Harness & {
   requestStream(path: string, init?: Parameters<Harness["request"]>[1]): Promise<Response>;
 };
 
-/** `overrides` replace the Worker's notification transports and retry timing (the notifications suites). */
-export async function openWorkerHarness(overrides?: WorkerOverrides): Promise<WorkerHarness> {
+/** `overrides` replace the Worker's notification transports and retry timing (the notifications suites); `vars` are added to its bindings. */
+export async function openWorkerHarness(overrides?: WorkerOverrides, vars: Record<string, string> = {}): Promise<WorkerHarness> {
   if (inject("pgKind") !== "postgres") throw new PostgresUnavailable();
   const worker = createWorker(overrides);
   const bindings = {
@@ -40,6 +40,7 @@ export async function openWorkerHarness(overrides?: WorkerOverrides): Promise<Wo
     // Gitea points at the run's loopback git host (test/setup/git.ts), reached through the outbound guard.
     GIT_GITEA_URL: inject("gitServerUrl"),
     OUTBOUND_ALLOW_PRIVATE: "true",
+    ...vars,
   };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
   const seeding = openNeon(bindings.DATABASE_URL);

@@ -1,8 +1,9 @@
 /**
  * The self-hosted upload sweeper: every few minutes, removes expired sessions
- * and their tarballs, and on disk also the files no session owns any more
- * (an upload that finished after its session was swept, a partial file left by a
- * crash).
+ * and their tarballs, the artifacts failed, canceled and pruned deployments left
+ * (functions/deployments/artifacts.ts), and on disk also the files no session
+ * owns any more (an upload that finished after its session was swept, a partial
+ * file left by a crash).
  */
 import { inArray } from "drizzle-orm";
 import { uploadSessions } from "../../../shared/db/schema";
@@ -12,6 +13,7 @@ import type { DiskStorage } from "../../../shared/storage/disk";
 import { SESSION_TTL_MS } from "../../../shared/storage/limits";
 import type { UploadStorage } from "../../../shared/storage/types";
 import { sweepExpiredUploads } from "../../projects/folder/sweep";
+import { sweepArtifacts } from "../../deployments/artifacts";
 import { describeError } from "../../../shared/http/error-log";
 
 export const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
@@ -40,6 +42,7 @@ export async function sweepDiskOrphans(db: Db, disk: DiskStorage, now: Date, log
 
 export async function sweepUploadsOnce(db: Db, uploads: UploadStorage, now: Date, logger: Logger): Promise<void> {
   await sweepExpiredUploads({ db, uploads, now, logger });
+  await sweepArtifacts({ db, uploads, now, logger });
   if (isDisk(uploads)) await sweepDiskOrphans(db, uploads, now, logger);
 }
 
