@@ -14,16 +14,28 @@
  * `truncated`. Only root-level manifests the detector needs are read, regular
  * files only (O_NOFOLLOW), each at most the upload scan's manifest cap. Symbolic
  * links are never followed: not listed by the scan, not packed by a snapshot.
+ *
+ * The folder can change while it is read (a member's editor, or an attacker
+ * swapping a directory for a link to the data directory right after the path
+ * check). So both the scan and the snapshot work from descriptors
+ * (shared/storage/confined.ts): the folder is opened once and must still be the
+ * real path that was checked, and every directory and file below is opened by
+ * name inside its parent's descriptor with O_NOFOLLOW, never by a path looked up
+ * again; nothing outside the folder is ever read. The snapshot packs from those
+ * descriptors (shared/storage/pack-node.ts, snapshotFolder); a file or directory
+ * that vanishes or changes kind mid-walk is a 409 naming it ("changed while it
+ * was read … deploy again"), never a 500.
  */
-import { constants, createReadStream, type Dir } from "node:fs";
+import { createReadStream, type Dir } from "node:fs";
 import { lstat, mkdtemp, open, opendir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve as resolvePath, sep } from "node:path";
 import { Readable } from "node:stream";
 import { ApiError, badRequest } from "../../shared/http/errors";
+import { at, isLinkOrNotDir, listingPath, type OpenDir, openDir, openDirBelow, READ_FLAGS } from "../../shared/storage/confined";
 import type { LocalFolderRead, LocalFolders, LocalSnapshot } from "../../shared/storage/local-folders";
 import { MAX_UPLOAD_BYTES, PRESIGN_TTL_SECONDS, SCAN_LIMITS } from "../../shared/storage/limits";
-import { FolderLimitError, listFolder, packFolder } from "../../shared/storage/pack-node";
+import { FolderChangedError, FolderLimitError, snapshotFolder } from "../../shared/storage/pack-node";
 import type { UploadStorage } from "../../shared/storage/types";
 import { LOCAL_ROOTS_OFF, MAX_WALK_ENTRIES } from "./schema";
 
@@ -66,9 +78,11 @@ export function createLocalFolders(input: { roots: readonly string[]; uploads?: 
   }
 
   async function readManifest(file: string, name: string): Promise<string> {
-    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const handle = await open(file, READ_FLAGS);
     try {
-      const { size } = await handle.stat();
+      const info = await handle.stat();
+      if (!info.isFile()) throw new ApiError("conflict", `${name} changed while the folder was read; try again`);
+      const { size } = info;
       if (size > SCAN_LIMITS.maxManifestBytes)
         throw badRequest(undefined, `${name} is ${mib(size)}; manifests over ${mib(SCAN_LIMITS.maxManifestBytes)} are refused`);
       const buffer = Buffer.alloc(Math.min(size, SCAN_LIMITS.maxManifestBytes));
@@ -81,39 +95,62 @@ export function createLocalFolders(input: { roots: readonly string[]; uploads?: 
 
   async function read(path: string, manifestNames: ReadonlySet<string>): Promise<LocalFolderRead> {
     const real = await resolve(path);
+    let top: OpenDir;
+    try {
+      top = await openDir(real, real);
+    } catch (e) {
+      if (isLinkOrNotDir(e) || (e as NodeJS.ErrnoException).code === "ENOENT")
+        throw new ApiError("conflict", `The folder ${path} changed while it was read; try again`);
+      throw e;
+    }
     const paths = new Set<string>();
     const manifests = new Map<string, string>();
     let files = 0;
     let entries = 0;
     let truncated = false;
-    const queue: Array<{ dir: string; rel: string; depth: number }> = [{ dir: real, rel: "", depth: 1 }];
-    walk: while (queue.length > 0) {
-      const { dir, rel, depth } = queue.shift()!;
-      let handle: Dir;
-      try {
-        handle = await opendir(dir, { bufferSize: 64 });
-      } catch {
-        continue; // vanished or unreadable meanwhile: what was seen stays
-      }
-      // for-await closes the directory when the loop ends, breaks or throws.
-      for await (const entry of handle) {
-        if (entries >= MAX_WALK_ENTRIES) {
-          truncated = true;
-          break walk;
+    const queue: Array<{ segments: string[]; depth: number }> = [{ segments: [], depth: 1 }];
+    try {
+      walk: while (queue.length > 0) {
+        const { segments, depth } = queue.shift()!;
+        const rel = segments.length ? `${segments.join("/")}/` : "";
+        let dir: OpenDir;
+        let handle: Dir;
+        try {
+          // From the folder's descriptor down, a component at a time: a directory swapped for a link is not entered.
+          dir = await openDirBelow(top, segments);
+        } catch {
+          continue; // vanished, unreadable or turned into a link meanwhile: what was seen stays
         }
-        const name = `${rel}${entry.name}`;
-        if (entry.isDirectory()) {
-          entries++;
-          paths.add(`${name}/`);
-          if (depth < MAX_DEPTH && !NOT_WALKED.has(entry.name)) queue.push({ dir: join(dir, entry.name), rel: `${name}/`, depth: depth + 1 });
-        } else if (entry.isFile()) {
-          entries++;
-          files++;
-          paths.add(name);
-          if (rel === "" && manifestNames.has(entry.name)) manifests.set(entry.name, await readManifest(join(dir, entry.name), entry.name));
+        try {
+          handle = await opendir(listingPath(dir), { bufferSize: 64 });
+          // for-await closes the directory when the loop ends, breaks or throws.
+          for await (const entry of handle) {
+            if (entries >= MAX_WALK_ENTRIES) {
+              truncated = true;
+              break walk;
+            }
+            const name = `${rel}${entry.name}`;
+            if (entry.isDirectory()) {
+              entries++;
+              paths.add(`${name}/`);
+              if (depth < MAX_DEPTH && !NOT_WALKED.has(entry.name)) queue.push({ segments: [...segments, entry.name], depth: depth + 1 });
+            } else if (entry.isFile()) {
+              entries++;
+              files++;
+              paths.add(name);
+              if (rel === "" && manifestNames.has(entry.name)) manifests.set(entry.name, await readManifest(at(top, entry.name), entry.name));
+            }
+            // Symbolic links, sockets, devices: neither listed nor followed.
+          }
+        } catch (e) {
+          if (e instanceof ApiError) throw e;
+          // vanished or unreadable meanwhile: what was seen stays
+        } finally {
+          if (dir !== top) await dir.handle.close();
         }
-        // Symbolic links, sockets, devices: neither listed nor followed.
       }
+    } finally {
+      await top.handle.close();
     }
     return { path: real, paths, manifests, files, entries, truncated };
   }
@@ -142,22 +179,24 @@ export function createLocalFolders(input: { roots: readonly string[]; uploads?: 
     if (!c.ok) {
       throw new ApiError("conflict", c.missing ? `The project's folder ${path} no longer exists` : `The project's folder ${path} ${c.reason}`);
     }
-    let listing: Awaited<ReturnType<typeof listFolder>>;
-    try {
-      listing = await listFolder(c.real, {
-        limits: { maxEntries: SCAN_LIMITS.maxEntries, maxFileBytes: SCAN_LIMITS.maxFileBytes, maxTotalBytes: SCAN_LIMITS.maxTotalBytes },
-      });
-    } catch (e) {
-      if (e instanceof FolderLimitError) throw new ApiError("conflict", `The project's folder is too large to deploy: ${e.message}`);
-      if ((e as NodeJS.ErrnoException).code === "ENOENT")
-        throw new ApiError("conflict", `The project's folder ${path} changed while it was read; deploy again`);
-      throw e;
-    }
-    if (listing.files.length === 0) throw new ApiError("conflict", `The project's folder ${path} has no files to deploy (after .gitignore/.dockerignore)`);
     const tmp = await mkdtemp(join(tmpdir(), "ws-local-snapshot-"));
     try {
       const file = join(tmp, "snapshot.tar.gz");
-      await packFolder(c.real, file, listing);
+      let listing: Awaited<ReturnType<typeof snapshotFolder>>;
+      try {
+        listing = await snapshotFolder(c.real, file, {
+          realRoot: true,
+          limits: { maxEntries: SCAN_LIMITS.maxEntries, maxFileBytes: SCAN_LIMITS.maxFileBytes, maxTotalBytes: SCAN_LIMITS.maxTotalBytes },
+        });
+      } catch (e) {
+        if (e instanceof FolderLimitError) throw new ApiError("conflict", `The project's folder is too large to deploy: ${e.message}`);
+        if (e instanceof FolderChangedError)
+          throw new ApiError("conflict", `The project's folder ${path} changed while it was read: ${e.path} ${e.how}; deploy again`);
+        if (["ENOENT", "ENOTDIR", "ELOOP"].includes((e as NodeJS.ErrnoException).code ?? ""))
+          throw new ApiError("conflict", `The project's folder ${path} changed while it was read; deploy again`);
+        throw e;
+      }
+      if (listing.files.length === 0) throw new ApiError("conflict", `The project's folder ${path} has no files to deploy (after .gitignore/.dockerignore)`);
       const { size } = await lstat(file);
       if (size > MAX_UPLOAD_BYTES) throw new ApiError("conflict", `The project's folder packs to ${mib(size)}; the limit is ${mib(MAX_UPLOAD_BYTES)}`);
       await store(file, key, size, now);

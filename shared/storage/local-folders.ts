@@ -40,6 +40,6 @@ export interface LocalFolders {
   read(path: string, manifestNames: ReadonlySet<string>): Promise<LocalFolderRead>;
   /** Whether a recorded folder still exists as a folder under a root. */
   exists(path: string): Promise<boolean>;
-  /** Packs a recorded folder (ignore files honoured) into the upload store at `key`; 409 when it is gone, no longer under a root, empty or too large. */
+  /** Packs a recorded folder (ignore files honoured, nothing outside it ever read) into the upload store at `key`; 409 when it is gone, no longer under a root, empty, too large, or changed while it was read (naming what changed). */
   snapshot(input: { path: string; key: string; now: Date }): Promise<LocalSnapshot>;
 }
