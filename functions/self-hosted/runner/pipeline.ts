@@ -1,7 +1,7 @@
 /**
  * The build half of the runner: a claimed deployment → a work directory with the
  * source, installed and built, and its Plan (commands.ts). Every step runs in its
- * own process group through processes.ts; its output becomes `build` log lines,
+ * own sandbox through processes.ts; its output becomes `build` log lines,
  * with `system` lines saying what runs and how it ended.
  *
  * Work directories: DATA_DIR/deployments/<deploymentId>/ (0700, the server's)
@@ -14,27 +14,16 @@
  * build's limits (build memory and CPU, diskGb checked every few seconds).
  *
  * Sources:
- * - git: the machine's `git`, in the sandbox: init, fetch of the pinned commit
- *   at depth 1 from the provider's host URL (shared/git/hosts.ts), checkout.
- *   The host is resolved here and checked by the outbound guard (no private
- *   addresses unless OUTBOUND_ALLOW_PRIVATE; metadata never), and git is pinned
- *   to that address (http.curloptResolve) with redirects off. The clone
- *   credential reaches the fetch alone, through a credential helper reading a
- *   pipe (fd 3): never in an environment, argv, a file or a log line; no system
- *   or global git config, no prompts, http(s) only. A host that refuses
- *   fetch-by-SHA: the branch is fetched (deeper) and must contain the commit.
+ * - git: fetched in the sandbox through the outbound guard, the credential on a
+ *   pipe (git-source.ts).
  * - upload: the artifact from the upload store, checked by the scan's reader,
  *   then unpacked (unpack.ts) and given to the project's uid.
  * - local: the folder's snapshot taken when queued (an artifact in the upload
  *   store, like an upload's), unpacked the same way.
  */
-import { lookup } from "node:dns/promises";
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { join } from "node:path";
-import { tokenCredentials } from "../../../shared/git/credentials";
-import { refusalFor, refusalMessage } from "../../../shared/outbound/address-guard";
-import { cloneUrl, GIT_HOST_SETTINGS, type GitHosts, isGitProvider } from "../../../shared/git/hosts";
+import type { GitHosts } from "../../../shared/git/hosts";
 import { nodeGunzip } from "../../../shared/storage/gunzip-node";
 import { SCAN_LIMITS } from "../../../shared/storage/limits";
 import type { UploadStorage } from "../../../shared/storage/types";
@@ -42,24 +31,15 @@ import { humanSize } from "../../cli/progress";
 import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
 import { type Plan, PlanError, planOf } from "./commands";
+import { fetchGit } from "./git-source";
+import { JobAborted, JobFailure, quote, type Step } from "./step";
 import { spawnProcess } from "./processes";
 import { DISK_BUILD_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
 import type { ProcessLimits, Sandbox } from "./sandbox/sandbox";
 import type { JobContext } from "./store";
 import { extractArchive } from "./unpack";
 
-/** A failed deployment: `build` (source, install, build: build.failed) or `deploy` (start, health: deploy.failed). */
-export class JobFailure extends Error {
-  constructor(
-    readonly kind: "build" | "deploy",
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The job was canceled or taken away (its renew found it no longer ours), or the server is stopping. */
-export class JobAborted extends Error {}
+export { JobAborted, JobFailure } from "./step";
 
 const TAIL_LINES = 10;
 
@@ -72,8 +52,6 @@ export function formatDuration(ms: number): string {
   if (ms >= 10_000) return `${Math.round(ms / 1000)} s`;
   return `${(ms / 1000).toFixed(1)} s`;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** npm must not ask the internet about updates, funding or audits during a build. */
 const QUIET_NPM = { npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false", CI: "1" };
@@ -247,83 +225,6 @@ async function buildIn(job: JobContext, deps: BuildDeps, ctx: BuildContext): Pro
   writeFileSync(planPathOf(workDir), JSON.stringify(plan), { mode: 0o600 });
   system(`Build finished in ${formatDuration(Date.now() - started)}`);
   return plan;
-}
-
-type Step = (label: string, command: string, cwd: string, env: Record<string, string>, opts?: { shown?: string; secret?: string }) => Promise<void>;
-
-/** A credential helper answering `get` with what the runner wrote to fd 3 (a pipe read once): the token is in no environment or argv. */
-const CREDENTIAL_HELPER = '!f() { test "$1" = get && cat <&3; }; f';
-
-async function fetchGit(job: JobContext, deps: BuildDeps, src: string, base: Record<string, string>, step: Step, system: (m: string) => void) {
-  const { d } = job;
-  const provider = d.gitProvider;
-  if (!isGitProvider(provider) || !d.gitOwner || !d.gitRepo || !d.commitSha) throw new JobFailure("build", "The deployment has no pinned git source");
-  if (!deps.gitHosts[provider]) throw new JobFailure("build", `${provider} has no host configured on this instance (${GIT_HOST_SETTINGS[provider]})`);
-  const url = cloneUrl(provider, d.gitOwner, d.gitRepo, deps.gitHosts);
-  if (!url) throw new JobFailure("build", `${d.gitOwner}/${d.gitRepo} is not a valid repository name`);
-  const sha = d.commitSha.toLowerCase();
-  if (!/^[0-9a-f]{40}$/.test(sha)) throw new JobFailure("build", "The deployment's commit is not a full SHA");
-  const pin = await guardedResolve(url, deps.allowPrivate);
-  const token = await deps.cloneToken(job);
-  const credential = token ? tokenCredentials(provider, token) : undefined;
-  const gitEnv: Record<string, string> = {
-    ...base,
-    ...deps.buildEnv,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_ALLOW_PROTOCOL: "http:https",
-    GIT_ASKPASS: "/bin/false",
-  };
-  // Redirects off (a host must not send the fetch elsewhere), the address the guard checked, the helper (only for the fetch).
-  const fetchConfig = [
-    `-c http.followRedirects=false`,
-    `-c ${quote(`http.curloptResolve=${pin}`)}`,
-    "-c credential.helper=",
-    `-c ${quote(`credential.helper=${CREDENTIAL_HELPER}`)}`,
-  ].join(" ");
-  const secret = credential ? `username=${credential.username}\npassword=${credential.password}\n` : undefined;
-  system(`Cloning ${url}@${sha}${d.branch ? ` (${d.branch})` : ""}`);
-  await step("clone", "git init --quiet . && git config advice.detachedHead false", src, gitEnv, { shown: "git init" });
-  try {
-    await step("clone", `git ${fetchConfig} fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha}`, src, gitEnv, {
-      shown: `git fetch --depth 1 ${url} ${sha}`,
-      secret,
-    });
-  } catch (e) {
-    if (!(e instanceof JobFailure) || e.message.startsWith("build timed out") || !d.branch) throw e;
-    // Some hosts refuse a fetch by SHA: the branch then, deep enough to hold the commit.
-    system("The host refused a fetch by commit: fetching the branch instead");
-    const ref = `refs/heads/${d.branch}`;
-    await step("clone", `git ${fetchConfig} fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit}`, src, gitEnv, {
-      shown: `git fetch --depth 50 ${url} ${ref}`,
-      secret,
-    });
-  }
-  await step("checkout", `git checkout --quiet --detach ${sha} && rm -rf .git`, src, gitEnv, { shown: `git checkout ${sha.slice(0, 12)}` });
-}
-
-/**
- * The git host's address as the outbound guard allows it, as curl's
- * `host:port:address` (git is pinned to it, so a second DNS answer cannot move
- * the fetch to a private address after the check).
- */
-async function guardedResolve(url: string, allowPrivate: boolean): Promise<string> {
-  const u = new URL(url);
-  const host = u.hostname.replace(/^\[|\]$/g, "");
-  const port = u.port || (u.protocol === "https:" ? "443" : "80");
-  let addresses: string[];
-  try {
-    addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
-  } catch (error) {
-    throw new JobFailure("build", `The git host ${host} could not be resolved: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  for (const address of addresses) {
-    const refusal = refusalFor(address, allowPrivate);
-    if (refusal) throw new JobFailure("build", `The git host ${host} is refused. ${refusalMessage(refusal)}`);
-  }
-  const address = addresses[0]!;
-  return `${host}:${port}:${isIP(address) === 6 ? `[${address}]` : address}`;
 }
 
 async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, system: (m: string) => void) {

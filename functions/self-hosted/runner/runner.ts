@@ -42,6 +42,8 @@ import type { GitHosts } from "../../../shared/git/hosts";
 import type { Logger } from "../../../shared/http/logger";
 import type { UploadStorage } from "../../../shared/storage/types";
 import { type DeploymentRow, markReady } from "../../deployments/store";
+import { discardArtifact } from "../../deployments/artifacts";
+import { recordWorkDirUsage } from "../work-dir-usage";
 import type { NewLogLine } from "../../logs/store";
 import type { LogWriter } from "../../logs/writer";
 import { emitNotificationEvent } from "../../notifications/fanout";
@@ -49,7 +51,10 @@ import { MASK } from "../../projects/env-store";
 import { cloneTokenFor } from "../../projects/git-store";
 import type { RunnerSettings } from "../config";
 import type { Plan } from "./commands";
-import { baseEnv, buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
+import { createLogLimiter, REPORT_MS } from "./log-limit";
+import { buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
+import type { Sandbox } from "./sandbox/sandbox";
+import { sandboxUidOf } from "./sandbox/uids";
 import {
   advance,
   claimNext,
@@ -100,6 +105,10 @@ export interface RunnerDeps {
   logger: Logger;
   writer: LogWriter;
   createSupervisor: (deps: SupervisorDeps) => Supervisor;
+  /** What confines every step and app (sandbox/sandbox.ts). */
+  sandbox: Sandbox;
+  /** OUTBOUND_ALLOW_PRIVATE: whether a git host may be a private or loopback address. */
+  allowPrivate: boolean;
   wakeDeliveries: () => void;
   clock?: () => Date;
 }
@@ -149,7 +158,13 @@ export function createRunner(deps: RunnerDeps): Runner {
     for (const s of secrets) if (s.length >= 4 && out.includes(s)) out = out.replaceAll(s, MASK);
     return out;
   };
+  const limiter = createLogLimiter(settings.logRate);
   const log = (line: NewLogLine) => {
+    // The runner's own lines always go in; the processes' lines within RUNNER_LOG_RATE.
+    if (line.deploymentId && line.stream !== "system" && !limiter.admit(line.deploymentId, Date.now())) {
+      dropping.set(line.deploymentId, { orgId: line.orgId, projectId: line.projectId });
+      return;
+    }
     const message = mask(line.deploymentId, line.message);
     if (line.deploymentId && line.kind === "runtime") {
       const tail = tails.get(line.deploymentId);
@@ -180,29 +195,60 @@ export function createRunner(deps: RunnerDeps): Runner {
     log,
     healthTimeoutMs: settings.healthTimeoutMs,
     stopGraceMs: settings.stopGraceMs,
-    onGiveUp(spec, reason) {
-      void (async () => {
-        // The supervisor logged its restarts and the give-up as runtime system lines.
-        const row = await setCrashed(db, spec.deploymentId, now());
-        masks.delete(spec.deploymentId);
-        await deps.writer.flush();
-        if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} crashed too often and was stopped: ${reason}`);
-      })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
-    },
+    jail: (input) => deps.sandbox.jail(input),
+    // An app over its disk limit was stopped: recorded as crashed, like an app given up.
+    onDiskExceeded: (spec, reason) => giveUp(spec, reason),
+    onGiveUp: (spec, reason) => giveUp(spec, reason),
   });
+
+  function giveUp(spec: AppSpec, reason: string) {
+    void (async () => {
+      // The supervisor logged its restarts and the give-up as runtime system lines.
+      const row = await setCrashed(db, spec.deploymentId, now());
+      masks.delete(spec.deploymentId);
+      await deps.writer.flush();
+      if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} crashed too often and was stopped: ${reason}`);
+    })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
+  }
+
+  /** Lines dropped over RUNNER_LOG_RATE: one system line per deployment and interval. */
+  const reportDropped = () => {
+    for (const { deploymentId, dropped } of limiter.due(Date.now())) {
+      const kind = jobs.has(deploymentId) ? "build" : "runtime";
+      const orgProject = dropping.get(deploymentId);
+      dropping.delete(deploymentId);
+      if (orgProject)
+        deps.writer.write({
+          ...orgProject,
+          deploymentId,
+          kind,
+          stream: "system",
+          at: now(),
+          message: `${dropped} line${dropped === 1 ? "" : "s"} dropped: over the log limit of ${settings.logRate} lines per second (RUNNER_LOG_RATE)`,
+        });
+    }
+  };
+  /** Deployments with dropped lines not yet reported, and whose they are. */
+  const dropping = new Map<string, { orgId: string; projectId: string }>();
+  let reportTimer: ReturnType<typeof setInterval> | undefined;
+
+  /** The project's sandbox uid (allocated at its first deployment; the server's own when the sandbox is off). */
+  const uidOf = async (job: JobContext) => (deps.sandbox.confined ? sandboxUidOf(db, job.project, deps.sandbox.settings.uidRange) : (process.getuid?.() ?? 0));
 
   /** The app's environment: the environment's variables over a minimal base; nothing from the server's own environment. */
   const appSpecOf = async (job: JobContext, plan: Plan): Promise<AppSpec> => {
+    const workDir = workDirOf(workRoot, job.d.id);
     const common = { deploymentId: job.d.id, orgId: job.d.orgId, projectId: job.d.projectId, environmentId: job.d.environmentId };
-    if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir };
+    if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir, base: join(workDir, "src") };
     const serviceValues = await decryptServiceValues(deps.keyring, job.d);
     // An app started through npm must not ask the registry about npm updates at every start (or restart).
-    const base = { ...baseEnv(workDirOf(workRoot, job.d.id)), NODE_ENV: "production", npm_config_update_notifier: "false" };
+    const base = { ...deps.sandbox.baseEnv(workDir), NODE_ENV: "production", npm_config_update_notifier: "false" };
     for (const values of Object.values(serviceValues)) masks.get(job.d.id)?.push(...Object.values(values));
     return {
       ...common,
       kind: "processes",
       memoryMb: job.project.productionMemoryMb,
+      confinement: { uid: await uidOf(job), workDir, cpuCores: job.project.productionCpuCores, diskGb: job.project.diskGb },
       processes: plan.processes.map((p) => ({
         name: p.name,
         command: p.command,
@@ -241,10 +287,16 @@ export function createRunner(deps: RunnerDeps): Runner {
       job = await loadJob(db, deps.keyring, id);
       if (!job) return;
       masks.set(id, [...job.secrets]);
+      // The first system line says what confines the build (and warns when nothing does).
+      system(job.d, "build", deps.sandbox.describe());
       const plan = await buildDeployment(
         job,
         {
           workRoot,
+          sandbox: deps.sandbox,
+          uid: await uidOf(job),
+          buildEnv: settings.buildEnv,
+          allowPrivate: deps.allowPrivate,
           gitHosts: deps.gitHosts,
           uploads: deps.uploads,
           buildTimeoutMs: settings.buildTimeoutMs,
@@ -272,6 +324,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       }
       await emit(ready, "deploy.succeeded", `Deployed to ${job.environment.name}`, `${job.project.name}: deployment ${id} is live`);
       await prune(job.d.environmentId);
+      await recordWorkDirUsage({ db, logger: deps.logger }, id, workDirOf(workRoot, id));
     } catch (e) {
       if (supervisor.running().some((a) => a.deploymentId === id)) await supervisor.stop(id).catch(() => {});
       if (e instanceof JobAborted || abort.signal.aborted) {
@@ -283,6 +336,7 @@ export function createRunner(deps: RunnerDeps): Runner {
           system(claimed, "build", "Canceled");
           await deps.writer.flush();
           removeWorkDir(id);
+          await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
         }
         return;
       }
@@ -293,6 +347,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       await deps.writer.flush();
       const failed = await advance(db, id, runnerId, ["building", "deploying"], "failed", now(), reason);
       removeWorkDir(id);
+      await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
       if (failed) {
         const name = job?.project.name ?? failed.projectId;
         if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`);
@@ -320,6 +375,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       // Recorded first: a promote of it is refused from now on (its build is going).
       await markPruned(db, id, now());
       removeWorkDir(id);
+      await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
     }
   }
 
@@ -464,6 +520,7 @@ export function createRunner(deps: RunnerDeps): Runner {
         .then(() => pump());
       pollTimer = setInterval(() => void pump(), POLL_MS);
       reconcileTimer = setInterval(() => void reconcile(), RECONCILE_MS);
+      reportTimer = setInterval(reportDropped, REPORT_MS / 5);
     },
     wake() {
       if (!started || stopping) return;
@@ -476,6 +533,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       stopping = true;
       clearInterval(pollTimer);
       clearInterval(reconcileTimer);
+      clearInterval(reportTimer);
       await pumping;
       for (const job of jobs.values()) job.abort.abort();
       await Promise.all([...jobs.values()].map((j) => j.done));
