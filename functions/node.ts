@@ -3,7 +3,6 @@
  * runs it compiled (functions/start.mjs), as the process npm starts, so SIGTERM
  * from a process manager reaches the server itself.
  */
-import { storageQuotasFromEnv } from "../shared/storage/quotas";
 import { loadNodeConfig } from "./self-hosted/config";
 import { startSelfHosted, type RunningServer } from "./self-hosted/start";
 
@@ -29,7 +28,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => st
 
 try {
   // 0: the "ready in" time counts from the process's start, compiling or loading the code included.
-  server = await startSelfHosted({ ...loadNodeConfig(process.env), storageQuotas: storageQuotasFromEnv(process.env) }, console.log, 0);
+  server = await startSelfHosted(loadNodeConfig(process.env), console.log, 0);
   if (stopping) void shutDown(server);
 } catch (e) {
   console.error(e instanceof Error ? e.message : e);

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
+import { type StorageQuotas, storageQuotasFromEnv } from "../../shared/storage/quotas";
 import type { SandboxSettings } from "./runner/sandbox/sandbox";
 import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
@@ -209,6 +210,8 @@ export type NodeConfig = {
   logRetention: LogRetention;
   /** LOCAL_ROOTS: the folders (real paths, checked at start) local-folder projects may live under; empty: local folders are off. */
   localRoots: string[];
+  /** ORG_ARTIFACT_QUOTA_MB and ORG_WORKDIR_QUOTA_MB: each organization's caps on stored artifacts and kept work directories. */
+  storageQuotas: StorageQuotas;
   /** CLOUD_API_URL, CLOUD_TOKEN (and CLOUD_ORGANIZATION_ID): the cloud link of this instance's first organization; the URL alone is the default of PUT /api/cloud/link. */
   cloud: { apiUrl?: string; token?: string; organizationId?: string };
 };
@@ -281,6 +284,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   const localRoots = parseLocalRoots(e.LOCAL_ROOTS);
   if (e.CLOUD_TOKEN && !e.CLOUD_API_URL) throw new Error("Invalid configuration CLOUD_TOKEN: set CLOUD_API_URL too (the cloud API the token belongs to)");
   return {
+    storageQuotas: storageQuotasFromEnv(env),
     localRoots,
     cloud: { apiUrl: e.CLOUD_API_URL, token: e.CLOUD_TOKEN, organizationId: e.CLOUD_ORGANIZATION_ID },
     runner,

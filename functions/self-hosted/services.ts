@@ -176,6 +176,7 @@ export async function createNodeServices(
         publicUrl: config.publicUrl,
         cloudApiUrl: config.cloud.apiUrl,
         trustedProxies: config.trustedProxies,
+        storageQuotas: config.storageQuotas,
       },
       git: { hosts: config.gitHosts, fetch: createNodeGitFetch({ allowPrivate: config.outboundAllowPrivate }) },
       outbound,

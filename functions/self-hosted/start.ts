@@ -12,19 +12,11 @@ import { openPostgres } from "../../shared/db/postgres";
 import { jsonLogger, silentLogger } from "../../shared/http/logger";
 import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
-import type { StorageQuotas } from "../../shared/storage/quotas";
 import type { NodeConfig } from "./config";
 import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
 import { mountConsole } from "./console";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
-import { withStorageQuotas } from "./storage-quotas";
-
-/**
- * The configuration start-up takes: loadNodeConfig's, and the storage caps
- * (storageQuotasFromEnv: ORG_ARTIFACT_QUOTA_MB, ORG_WORKDIR_QUOTA_MB; absent: the defaults).
- */
-export type SelfHostedConfig = NodeConfig & { storageQuotas?: StorageQuotas };
 
 export interface RunningServer {
   url: string;
@@ -35,11 +27,7 @@ export interface RunningServer {
  * `startedAt` (a `performance.now()` time, default: now) is where the printed
  * "ready in" counts from; the entry point passes 0, the process's start.
  */
-export async function startSelfHosted(
-  config: SelfHostedConfig,
-  print: (line: string) => void = console.log,
-  startedAt = performance.now(),
-): Promise<RunningServer> {
+export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log, startedAt = performance.now()): Promise<RunningServer> {
   // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
   checkDataDir(config.dataDir);
   const http = await bindHttpServer({ port: config.port, host: config.host });
@@ -73,8 +61,7 @@ export async function startSelfHosted(
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
-    const services = withStorageQuotas(node.services, config.storageQuotas);
-    const app = createApp({ services: () => services, logger, extraRouters: node.extraRouters });
+    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
     // The web console at `/` (the Worker serves the same folder as static assets).
     mountConsole(app);
     // One listener: requests for the apps' hostnames go to the edge, everything else to the API.

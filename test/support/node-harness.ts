@@ -10,9 +10,7 @@ import { jsonLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { createNodeServices, type NodeServiceOverrides } from "../../functions/self-hosted/services";
-import { withStorageQuotas } from "../../functions/self-hosted/storage-quotas";
 import { sweepUploadsOnce } from "../../functions/self-hosted/uploads/sweeper";
-import { storageQuotasFromEnv } from "../../shared/storage/quotas";
 import { buildRequest, PostgresUnavailable, type Harness, type HarnessFactory } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
@@ -58,9 +56,7 @@ async function nodeHarness(
   });
   const node = await createNodeServices(config, database, keyring, logger, overrides);
   if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();
-  // The storage caps as `npm start` reads them (functions/node.ts).
-  const services = withStorageQuotas(node.services, storageQuotasFromEnv(env));
-  const app = createApp({ services: () => services, logger, extraRouters: node.extraRouters });
+  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
   const uploads = node.services.uploads!;
   const harness = {
     runtime,

@@ -17,8 +17,6 @@ import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../../functions/app";
 import { type RunnerSettings, loadNodeConfig } from "../../functions/self-hosted/config";
 import { createNodeServices, type NodeServices } from "../../functions/self-hosted/services";
-import { withStorageQuotas } from "../../functions/self-hosted/storage-quotas";
-import { storageQuotasFromEnv } from "../../shared/storage/quotas";
 import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
 import { openPostgres } from "../../shared/db/postgres";
 import { jsonLogger } from "../../shared/http/logger";
@@ -67,9 +65,7 @@ export async function startRunnerServer(opts: RunnerServerOptions): Promise<Runn
   });
   const database = await openPostgres(opts.databaseUrl, { migrate: false, max: 10 });
   const node = await createNodeServices(config, database, keyring, logger, { runner: opts.runner });
-  // The storage caps as `npm start` reads them (functions/node.ts).
-  const services = withStorageQuotas(node.services, storageQuotasFromEnv(opts.env ?? {}));
-  const app = createApp({ services: () => services, logger, extraRouters: node.extraRouters });
+  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
   node.start();
   let closed: Promise<void> | undefined;
   return {
