@@ -3,18 +3,22 @@
  * 1 s): an idle `auto_sleep` app is stopped and the project reads `asleep`; the
  * next request through the edge wakes it and is held until the app answers;
  * `always_on` wakes a sleeping app at once and keeps it running.
+ *
+ * The app runs in the runner's sandbox: "a new process" is a new `instance`
+ * (the fixture's id of its process: its pid is its pid namespace's own), and
+ * whether it runs is asked of the host by the deployment's cgroup (processesOf).
  */
 import { describe, expect, it } from "vitest";
-import { alive } from "../support/runner-client";
+import { processesOf } from "../support/runner-client";
 import { pushApp } from "../support/runner-harness";
 import { SHARED_DOMAIN as SHARED, useSelfHostedServer } from "../support/self-hosted-server";
 
 const { api, viaEdge: edgeAnswer, git: gitServer } = useSelfHostedServer("sleep_mode", { SLEEP_AFTER: "1s" });
 
-/** The edge's answer with the app's pid (the fixture app reports it). */
+/** The edge's answer with the app's instance (the fixture app reports one, new at every start). */
 const viaEdge = async (host: string) => {
   const res = await edgeAnswer(host);
-  return { status: res.status, pid: res.status === 200 ? (JSON.parse(res.body).pid as number) : undefined };
+  return { status: res.status, instance: res.status === 200 ? (JSON.parse(res.body).instance as string) : undefined };
 };
 
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
@@ -45,14 +49,14 @@ describe("sleep mode (self-hosted)", () => {
 
     // Idle: asleep within SLEEP_AFTER plus one reconcile (5 s); the process is gone.
     await until("asleep", 20_000, async () => ((await asleep(project.id)) ? true : undefined));
-    await until("stopped", 5_000, async () => (alive(first.pid!) ? undefined : true));
+    await until("stopped", 5_000, async () => (processesOf(d.id).length > 0 ? undefined : true));
     const logs = await api<{ items: Array<{ message: string; stream: string }> }>("GET", `/api/projects/${project.id}/logs?stream=system`);
     expect(logs.items.some((l) => l.message.startsWith("Asleep: no request"))).toBe(true);
 
     // The next request wakes it and is held until it answers.
     const woken = await viaEdge(host);
     expect(woken.status).toBe(200);
-    expect(woken.pid).not.toBe(first.pid);
+    expect(woken.instance).not.toBe(first.instance);
     expect(await asleep(project.id)).toBe(false);
 
     // Asleep again, then always_on wakes it at once, without a request.
@@ -66,6 +70,7 @@ describe("sleep mode (self-hosted)", () => {
     // And it stays up past SLEEP_AFTER and a reconcile.
     await new Promise((r) => setTimeout(r, 7_000));
     expect(await asleep(project.id)).toBe(false);
-    expect(alive(up.pid!)).toBe(true);
+    expect(processesOf(d.id).length).toBeGreaterThan(0);
+    expect((await viaEdge(host)).instance).toBe(up.instance);
   }, 120_000);
 });

@@ -1,5 +1,5 @@
 /** The runner suites' calls: projects from the fixture app on the git test server or as an upload, deploys, waits, the app's answers. */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { and, eq, sql } from "drizzle-orm";
 import { expect } from "vitest";
 import { DeploymentSchema } from "../../functions/deployments/schema";
@@ -58,8 +58,8 @@ export function runnerClient(h: () => RunnerServer, git: () => GitTestServer) {
     return r?.port ?? null;
   }
 
-  /** The app's answer on a port. */
-  async function askApp(port: number, path = "/"): Promise<{ version: string; builtAt: number; pid: number; env: Record<string, string> }> {
+  /** The app's answer on a port; `instance` is new at every start of the app (its `pid` is its sandbox's own: the same small number every time). */
+  async function askApp(port: number, path = "/"): Promise<{ version: string; builtAt: number; pid: number; instance: string; env: Record<string, string> }> {
     const res = await fetch(`http://127.0.0.1:${port}${path}`);
     expect(res.status).toBe(200);
     return (await res.json()) as never;
@@ -117,17 +117,61 @@ export function runnerClient(h: () => RunnerServer, git: () => GitTestServer) {
   return { call, gitProject, setVars, deploy, read, waitFor, row, currentPort, askApp, logsOf, uploadDeployment, events, eventsOnce };
 }
 
-/** Whether a process is alive: it exists and is not a zombie (an orphan waits for PID 1 to reap it). */
-export function alive(pid: number): boolean {
+/** A live host process of a deployment: its host pid, its command name (/proc/<pid>/comm) and its cgroup's name (`<deploymentId>.web.3`: one per start). */
+export interface DeploymentProcess {
+  pid: number;
+  name: string;
+  group: string;
+}
+
+/**
+ * The live (not zombie) host processes of a deployment, found by their cgroup:
+ * the runner puts every build step in `<...>/wsp-<key>/<deploymentId>.<n>` and
+ * every app process in `<deploymentId>.<process>.<n>` (sandbox/cgroups.ts), and
+ * nothing a step or app starts leaves its group (fork, setsid and double forks
+ * included). The pid an app reports is its sandbox's own (a small number in its
+ * pid namespace), so liveness is asked of the host this way. One pass over
+ * /proc: linear in the number of processes, each cgroup file read once.
+ */
+export function processesOf(deploymentId: string): DeploymentProcess[] {
+  const prefix = `${deploymentId}.`;
+  const found: DeploymentProcess[] = [];
+  let names: string[];
   try {
-    process.kill(pid, 0);
+    names = readdirSync("/proc");
   } catch {
-    return false;
+    return found;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
+  for (const name of names) {
+    const code = name.charCodeAt(0);
+    if (code < 48 || code > 57) continue;
+    try {
+      const cgroups = readFileSync(`/proc/${name}/cgroup`, "utf8");
+      // "<id>:<controllers>:<path>" per line; a path segment names the group.
+      let group: string | undefined;
+      for (const line of cgroups.split("\n")) {
+        group ??= line
+          .slice(line.indexOf(":", line.indexOf(":") + 1) + 1)
+          .split("/")
+          .find((segment) => segment.startsWith(prefix));
+      }
+      if (group === undefined) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] === "Z") continue;
+      found.push({ pid: Number(name), name: readFileSync(`/proc/${name}/comm`, "utf8").trim(), group });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+/** Waits (polling every 50 ms, at most `timeoutMs`) until no process of the deployment is left; returns what is left then (empty: none). */
+export async function untilNoProcessOf(deploymentId: string, timeoutMs = 10_000): Promise<DeploymentProcess[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = processesOf(deploymentId);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((r) => setTimeout(r, 50));
   }
 }

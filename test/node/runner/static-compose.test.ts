@@ -11,8 +11,14 @@
  *   its own service value, a worker whose lines are runtime logs of the
  *   deployment; an image-only service fails the deployment naming it;
  * - the app memory limit (test/fixtures/apps/memory-app): over the production
- *   resources' memoryMb the watchdog kills it, the crash policy restarts it (or
- *   gives up when it keeps exceeding), with runtime `system` lines saying why.
+ *   resources' memoryMb it is killed (the kernel's, through its memory cgroup;
+ *   the sampling watchdog where none is writable), the crash policy restarts it
+ *   (or gives up when it keeps exceeding), with runtime `system` lines saying why.
+ *
+ * Apps run in the runner's sandbox: a fixture's `pid` is its pid namespace's
+ * own (the same small number at every start), so "a new process" is a new
+ * `instance` (a random id each fixture makes at start), and "no process is
+ * left" is asked of the host by the deployment's cgroup (processesOf).
  */
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -24,7 +30,7 @@ import { DeploymentSchema } from "../../../functions/deployments/schema";
 import { ScanResultSchema } from "../../../functions/projects/folder/schema";
 import { folderClient } from "../../support/folder-client";
 import { dumpAllTables, expectStatus, type Member, seedTenant } from "../../support/harness";
-import { alive, runnerClient } from "../../support/runner-client";
+import { processesOf, runnerClient } from "../../support/runner-client";
 import { useRunnerServer } from "../../support/runner-harness";
 
 const run = promisify(execFile);
@@ -192,7 +198,7 @@ describe("runner: compose projects (one process per service)", () => {
     expect((d.services ?? []).map((s) => s.name).sort()).toEqual(["web", "worker"]);
 
     const port = (await c.currentPort(projectId))!;
-    const answer = JSON.parse((await get(port, "/")).body) as { greeting: string | null; workerTag: string | null; pid: number };
+    const answer = JSON.parse((await get(port, "/")).body) as { greeting: string | null; workerTag: string | null };
     // Its own service's value (decrypted by the runner from the deployment's services_ciphertext), not the worker's.
     expect(answer.greeting).toBe("compose-greeting-41d7");
     expect(answer.workerTag).toBeNull();
@@ -244,16 +250,16 @@ describe("runner: compose projects (one process per service)", () => {
     const { projectId, deployment } = await uploadFlow(t, await tarballOf("compose-app"));
     const d = await c.waitFor(t, deployment.id, ["ready", "failed"]);
     expect(d.status).toBe("ready");
-    const before = JSON.parse((await get((await c.currentPort(projectId))!, "/")).body) as { pid: number };
+    const before = JSON.parse((await get((await c.currentPort(projectId))!, "/")).body) as { instance: string };
     const lastBefore = (await until(async () => (await runtimeLogs(t, projectId, `&deploymentId=${d.id}&q=worker%20tick`)).at(-1), "a worker line")).id;
     await server.close();
-    expect(alive(before.pid)).toBe(false);
+    expect(processesOf(d.id)).toEqual([]);
     await server.reopen();
     const after = await until(async () => {
       const port = await c.currentPort(projectId);
       const page = port ? await get(port, "/").catch(() => undefined) : undefined;
-      const body = page?.status === 200 ? (JSON.parse(page.body) as { pid: number; greeting: string }) : undefined;
-      return body && body.pid !== before.pid ? body : undefined;
+      const body = page?.status === 200 ? (JSON.parse(page.body) as { instance: string; greeting: string }) : undefined;
+      return body && body.instance !== before.instance ? body : undefined;
     }, "the restored web service");
     expect(after.greeting).toBe("compose-greeting-41d7");
     // The worker runs again: new lines after the restart, its value masked as before.
@@ -297,8 +303,11 @@ describe("runner: the app memory limit", () => {
     expect(d.failureReason).toBeNull();
     expect(d.status).toBe("ready");
     const port = (await c.currentPort(p.id))!;
-    const before = JSON.parse((await get(port, "/")).body) as { pid: number; rssMb: number };
+    const before = JSON.parse((await get(port, "/")).body) as { instance: string; rssMb: number };
     expect(before.rssMb).toBeLessThan(128);
+    // The cgroup of this start (one per start of a process): nothing of it may outlive the kill.
+    const groupsBefore = new Set(processesOf(d.id).map((x) => x.group));
+    expect(groupsBefore.size).toBe(1);
 
     expect((await get(port, "/grow")).body).toBe("growing");
     const killed = await until(async () => {
@@ -306,18 +315,18 @@ describe("runner: the app memory limit", () => {
       return lines.some((l) => l.message.startsWith("Restarting web")) ? lines : undefined;
     }, "the restart line");
     const messages = killed.map((l) => l.message);
-    expect(messages).toContain("web was killed: it went over its memory limit");
+    expect(messages).toContain("web was killed: memory limit (128 MiB) exceeded");
     expect(messages.some((m) => /^Restarting web in .+ \(restart 1 of at most 5/.test(m))).toBe(true);
-    expect(alive(before.pid)).toBe(false);
+    expect(processesOf(d.id).filter((x) => groupsBefore.has(x.group))).toEqual([]);
 
     // Back on the same port (routing does not change), a new process, still the current deployment.
     const after = await until(async () => {
       const page = await get(port, "/").catch(() => undefined);
       if (page?.status !== 200) return undefined;
-      const body = JSON.parse(page.body) as { pid: number };
-      return body.pid !== before.pid ? body : undefined;
+      const body = JSON.parse(page.body) as { instance: string };
+      return body.instance !== before.instance ? body : undefined;
     }, "the restarted app");
-    expect(after.pid).not.toBe(before.pid);
+    expect(after.instance).not.toBe(before.instance);
     const row = await c.row(d.id);
     expect(row).toMatchObject({ status: "ready", current: true, crashedAt: null, port });
   });
@@ -337,12 +346,12 @@ describe("runner: the app memory limit", () => {
     expect(row.crashedAt).not.toBeNull();
     expect(row.port).toBeNull();
     const messages = (await runtimeLogs(t, p.id, `&deploymentId=${d.id}&stream=system`)).map((l) => l.message);
-    expect(messages.filter((m) => m === "web was killed: it went over its memory limit").length).toBe(6);
+    expect(messages.filter((m) => m === "web was killed: memory limit (128 MiB) exceeded").length).toBe(6);
     const gaveUp = messages.find((m) => m.startsWith("Gave up restarting"));
-    expect(gaveUp).toBe("Gave up restarting: the app was killed: it went over its memory limit of 128 MiB; it crashed 6 times within 10 minutes");
+    expect(gaveUp).toBe("Gave up restarting: the app was killed: memory limit (128 MiB) exceeded; it crashed 6 times within 10 minutes");
     await sleep(300);
     const events = await c.eventsOnce(p.id, "service.crashed");
     expect(events).toHaveLength(1);
-    expect(events[0]!.message).toContain("memory limit of 128 MiB");
+    expect(events[0]!.message).toContain("memory limit (128 MiB) exceeded");
   });
 });

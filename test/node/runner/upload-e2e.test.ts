@@ -25,7 +25,7 @@ import { deployments, environments } from "../../../shared/db/schema";
 import { useCleanups } from "../../support/cleanups";
 import { freshDatabase } from "../../support/fresh-database";
 import { type Harness, type Member, seedTenant } from "../../support/harness";
-import { alive } from "../../support/runner-client";
+import { untilNoProcessOf } from "../../support/runner-client";
 import { FIXTURE_APP } from "../../support/runner-harness";
 
 const APPS = join(import.meta.dirname, "..", "..", "fixtures", "apps");
@@ -120,8 +120,6 @@ function viaEdge(host: string, path = "/"): Promise<{ status: number; body: stri
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe("wsp deploy against a server with the runner on", () => {
   it("deploys a Node app folder: build lines printed, exit 0 when ready, live, answering; a second deploy reuses the project and replaces the deployment; wsp logs prints its lines", {
     timeout: 120_000,
@@ -151,12 +149,13 @@ describe("wsp deploy against a server with the runner on", () => {
     const d1 = await api<{ status: string; current: boolean; source: string }>(t, `/api/deployments/${firstId}`);
     expect(d1).toMatchObject({ status: "ready", current: true, source: "upload" });
     const port1 = (await portOf(firstId!))!;
-    const answer1 = (await (await fetch(`http://127.0.0.1:${port1}/`)).json()) as { version: string; pid: number };
+    // `instance`: the app's own id of its process (its pid is its sandbox's, the same small number every time).
+    const answer1 = (await (await fetch(`http://127.0.0.1:${port1}/`)).json()) as { version: string; instance: string };
     expect(answer1.version).toBe("1");
     // The edge serves it on the project's free hostname.
     const edged = await viaEdge(project.routes.free.hostname);
     expect(edged.status).toBe(200);
-    expect(JSON.parse(edged.body).pid).toBe(answer1.pid);
+    expect(JSON.parse(edged.body).instance).toBe(answer1.instance);
 
     // The same folder again: the link picks the same project; the new deployment replaces the first.
     writeFileSync(join(dir, "build.js"), readFileSync(join(dir, "build.js"), "utf8").replace("build done", "build done again"));
@@ -180,12 +179,11 @@ describe("wsp deploy against a server with the runner on", () => {
       ].sort(),
     );
     const port2 = (await portOf(secondId!))!;
-    const answer2 = (await (await fetch(`http://127.0.0.1:${port2}/`)).json()) as { pid: number };
-    expect(answer2.pid).not.toBe(answer1.pid);
-    const deadline = Date.now() + 10_000;
-    while (alive(answer1.pid) && Date.now() < deadline) await sleep(100);
-    expect(alive(answer1.pid)).toBe(false);
-    expect(JSON.parse((await viaEdge(project.routes.free.hostname)).body).pid).toBe(answer2.pid);
+    const answer2 = (await (await fetch(`http://127.0.0.1:${port2}/`)).json()) as { instance: string };
+    expect(answer2.instance).not.toBe(answer1.instance);
+    // No process of the first deployment is left on the host (found by its cgroup).
+    expect(await untilNoProcessOf(firstId!, 10_000)).toEqual([]);
+    expect(JSON.parse((await viaEdge(project.routes.free.hostname)).body).instance).toBe(answer2.instance);
 
     // wsp logs <project>: the app's runtime lines, newest last.
     const logs = await wsp(["logs", projectId!, "--api", server.url, "--token", t.token]);
