@@ -21,8 +21,8 @@
  * - local: the folder's snapshot taken when queued (an artifact in the upload
  *   store, like an upload's), unpacked the same way.
  */
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import type { GitHosts } from "../../../shared/git/hosts";
 import { nodeGunzip } from "../../../shared/storage/gunzip-node";
 import { SCAN_LIMITS } from "../../../shared/storage/limits";
@@ -30,7 +30,7 @@ import type { UploadStorage } from "../../../shared/storage/types";
 import { humanSize } from "../../cli/progress";
 import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
-import { type Plan, PlanError, planOf } from "./commands";
+import { inside, type Plan, PlanError, planOf } from "./commands";
 import { fetchGit } from "./git-source";
 import { JobAborted, JobFailure, quote, type Step } from "./step";
 import { spawnProcess } from "./processes";
@@ -219,8 +219,17 @@ async function buildIn(job: JobContext, deps: BuildDeps, ctx: BuildContext): Pro
       await step(steps.length > 1 ? `${label} of ${p.name}` : label, command, p.cwd, buildEnv);
     }
   }
-  if (plan.kind === "static" && !(existsSync(plan.dir) && statSync(plan.dir).isDirectory())) {
-    throw new JobFailure("build", `The output directory ${plan.dir.slice(src.length + 1) || "."} does not exist after the build`);
+  if (plan.kind === "static") {
+    const shown = relative(plan.appDir, plan.dir) || ".";
+    // Checked again now that the build ran: it may have made the output directory, or a link in its place.
+    try {
+      inside(plan.appDir, shown, "outputDirectory");
+    } catch (e) {
+      if (e instanceof PlanError) throw new JobFailure("build", e.message);
+      throw e;
+    }
+    const info = lstatSync(plan.dir, { throwIfNoEntry: false });
+    if (!info?.isDirectory()) throw new JobFailure("build", `The output directory ${plan.dir.slice(src.length + 1) || "."} does not exist after the build`);
   }
   writeFileSync(planPathOf(workDir), JSON.stringify(plan), { mode: 0o600 });
   system(`Build finished in ${formatDuration(Date.now() - started)}`);
