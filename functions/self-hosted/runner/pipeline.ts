@@ -32,7 +32,7 @@ import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
 import { inside, type Plan, PlanError, planOf } from "./commands";
 import { fetchGit } from "./git-source";
-import { JobAborted, JobFailure, quote, type Step } from "./step";
+import { JobAborted, JobFailure, type Step } from "./step";
 import { spawnProcess } from "./processes";
 import { DISK_BUILD_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
 import type { ProcessLimits, Sandbox } from "./sandbox/sandbox";
