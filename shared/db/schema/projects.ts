@@ -215,9 +215,7 @@ export const deployments = pgTable(
     uniqueIndex("deployments_one_current_idx").on(t.environmentId).where(sql`${t.current}`),
     index("deployments_queue_idx").on(t.id).where(sql`${t.status} = 'queued'`),
     /** The organization's stored bytes (the quota check's sum) read only rows that hold some. */
-    index("deployments_org_storage_idx")
-      .on(t.orgId)
-      .where(sql`${t.artifactKey} is not null or ${t.workDirBytes} is not null`),
+    index("deployments_org_storage_idx").on(t.orgId).where(sql`${t.artifactKey} is not null or ${t.workDirBytes} is not null`),
     check("deployments_current_ready", sql`not ${t.current} or ${t.status} = 'ready'`),
   ],
 );
