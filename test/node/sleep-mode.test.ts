@@ -50,8 +50,12 @@ describe("sleep mode (self-hosted)", () => {
     // Idle: asleep within SLEEP_AFTER plus one reconcile (5 s); the process is gone.
     await until("asleep", 20_000, async () => ((await asleep(project.id)) ? true : undefined));
     await until("stopped", 5_000, async () => (processesOf(d.id).length > 0 ? undefined : true));
-    const logs = await api<{ items: Array<{ message: string; stream: string }> }>("GET", `/api/projects/${project.id}/logs?stream=system`);
-    expect(logs.items.some((l) => l.message.startsWith("Asleep: no request"))).toBe(true);
+    // The system line saying why: stored by the log writer's next batch (FLUSH_MS), so read once it is there.
+    const systemLines = async () =>
+      (await api<{ items: Array<{ message: string; stream: string }> }>("GET", `/api/projects/${project.id}/logs?stream=system`)).items;
+    await until("the Asleep line stored", 5_000, async () =>
+      (await systemLines()).some((l) => l.message.startsWith("Asleep: no request")) ? true : undefined,
+    );
 
     // The next request wakes it and is held until it answers.
     const woken = await viaEdge(host);

@@ -30,7 +30,15 @@ describe("runner: crashes", () => {
     expect(row.crashedAt).not.toBeNull();
     expect(row.port).toBeNull();
     expect(row).toMatchObject({ status: "ready", current: true });
-    const lines = (await c.logsOf(d.id)).filter((l) => l.kind === "runtime").map((l) => l.message);
+    // Log lines are stored in batches (functions/logs/writer.ts, FLUSH_MS) and the row is marked first: the give-up
+    // line is read once stored (it is flushed before service.crashed is emitted), within a bound.
+    const runtimeLines = async () => (await c.logsOf(d.id)).filter((l) => l.kind === "runtime").map((l) => l.message);
+    const linesDeadline = Date.now() + 5_000;
+    let lines = await runtimeLines();
+    while (!lines.some((m) => m.startsWith("Gave up restarting")) && Date.now() < linesDeadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      lines = await runtimeLines();
+    }
     expect(lines.filter((m) => m.startsWith("starting version")).length).toBeGreaterThanOrEqual(5);
     expect(lines.some((m) => /^Restarting web in .+ \(restart 1 of at most 5/.test(m))).toBe(true);
     expect(lines.some((m) => m.startsWith("Gave up restarting"))).toBe(true);
