@@ -30,22 +30,12 @@ import { startSelfHosted } from "../functions/self-hosted/start";
 import { loadNodeConfig } from "../functions/self-hosted/config";
 import { freshDatabase } from "../test/support/fresh-database";
 import { startGitServer } from "../test/support/git-server";
-import { pushApp } from "../test/support/runner-harness";
+import { pushApp, REGISTRY_DEPENDENCY_PACKAGE } from "../test/support/runner-harness";
 
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 500);
 const WITH_DEPS = !process.env.BENCH_NO_DEPS;
-/** One registry dependency: the install reaches the registry as a real app's does. */
-const DEPS_APP = {
-  "package.json": JSON.stringify({
-    name: "bench-app",
-    version: "1.0.0",
-    private: true,
-    dependencies: { "is-number": "7.0.0" },
-    scripts: { build: "node build.js", start: "node server.js" },
-  }),
-};
 /** The machine's global npmrc (CA, registry): what the sandbox shows the build as /etc/npmrc, given to the commands by hand too. */
 const NPMRC = ["/usr/local/etc/npmrc", "/usr/etc/npmrc", "/etc/npmrc"].find((p) => existsSync(p));
 const PG = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -214,7 +204,7 @@ async function deployOnce(s: BenchServer): Promise<number> {
 async function main() {
   const git = await startGitServer();
   const repo = await git.createRepo();
-  const sha = await pushApp(git, repo.owner, repo.repo, "trunk", WITH_DEPS ? DEPS_APP : {});
+  const sha = await pushApp(git, repo.owner, repo.repo, "trunk", WITH_DEPS ? REGISTRY_DEPENDENCY_PACKAGE : {});
   const sandboxed = await openServer("sandbox", git, repo, {});
   const unconfined = await openServer("unconfined", git, repo, { RUNNER_SANDBOX: "off" });
   try {

@@ -169,6 +169,17 @@ export async function pushApp(git: GitTestServer, owner: string, repo: string, b
   }
 }
 
+/** The fixture app's package.json with one real registry dependency (`pushApp` extra): its install reaches the registry as a user's does. */
+export const REGISTRY_DEPENDENCY_PACKAGE = {
+  "package.json": JSON.stringify({
+    name: "runner-fixture-app",
+    version: "1.0.0",
+    private: true,
+    dependencies: { "is-number": "7.0.0" },
+    scripts: { build: "node build.js", start: "node server.js" },
+  }),
+};
+
 /** The fixture app (plus `extra` files) as a gzipped tarball made by the machine's tar, under a top folder `app/`. */
 export async function appTarball(extra: Record<string, string> = {}): Promise<Uint8Array> {
   const dir = mkdtempSync(join(tmpdir(), "ws-tgz-"));

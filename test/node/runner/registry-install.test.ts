@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../../../shared/ids";
 import { expectStatus, seedTenant } from "../../support/harness";
 import { runnerClient } from "../../support/runner-client";
-import { pushApp, useRunnerServer } from "../../support/runner-harness";
+import { pushApp, REGISTRY_DEPENDENCY_PACKAGE, useRunnerServer } from "../../support/runner-harness";
 
 const server = useRunnerServer({ prefix: "runner_registry", runner: { buildTimeoutMs: 150_000 } });
 const c = runnerClient(
@@ -32,13 +32,7 @@ beforeAll(async () => {
 }, 90_000);
 
 const APP = {
-  "package.json": JSON.stringify({
-    name: "registry-app",
-    version: "1.0.0",
-    private: true,
-    dependencies: { "is-number": "7.0.0" },
-    scripts: { build: "node build.js", start: "node server.js" },
-  }),
+  ...REGISTRY_DEPENDENCY_PACKAGE,
   "server.js": `const http = require("node:http");
 const isNumber = require("is-number");
 http.createServer((req, res) => res.end(JSON.stringify({ isNumber: isNumber("42"), uid: process.getuid() })))
