@@ -64,7 +64,8 @@ function readStamp() {
 
 /** Bundles functions/node.ts into dist/node/; every file is written aside then renamed, the stamp last. */
 async function build(stamp) {
-  const { build: esbuild } = await import("esbuild");
+  const { build: esbuild, stop } = await import("esbuild");
+  // esbuild's service process would otherwise stay a child of the server for its whole life.
   const result = await esbuild({
     entryPoints: [join(ROOT, "functions", "node.ts")],
     outfile: BUNDLE,
@@ -78,7 +79,7 @@ async function build(stamp) {
     sourcemap: "linked",
     write: false,
     logLevel: "error",
-  });
+  }).finally(() => stop());
   mkdirSync(OUT_DIR, { recursive: true });
   const suffix = `.${process.pid}.tmp`;
   for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);

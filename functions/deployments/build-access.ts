@@ -12,7 +12,7 @@ import { DeploymentSessionSchema, openDeploymentSession } from "../projects/depl
 import { findSession } from "../projects/folder/store";
 import { EnvironmentName } from "../projects/schema";
 import { findProject } from "../projects/store";
-import { viewOf } from "./routes";
+import { queuedView } from "./routes";
 import { STORAGE_CAPS_DESCRIPTION } from "./artifacts";
 import { disabledConflict, environmentFor, queueUpload } from "./queue";
 import { DeploymentSchema } from "./schema";
@@ -79,6 +79,6 @@ export const buildAccessRouter = createRouter().openapi(route, async (c) => {
   if (project.disabledAt) throw disabledConflict();
   const env = await environmentFor(c, project, body.environment);
   const row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, session });
-  const deployment = await viewOf(c, caller.orgId, row.id);
+  const deployment = await queuedView(c, caller.orgId, row.id);
   return c.json({ deployment, session: await openDeploymentSession(c, project.id) }, 201);
 });

@@ -204,7 +204,9 @@ export async function queueLocal(
 /**
  * Inserts a queued deployment under the project's row lock (a disable or delete
  * that raced the lookups wins) and the organization's storage check (409 past a
- * cap, exact under the organization's row lock), then wakes the runner.
+ * cap, exact under the organization's row lock). The caller answers with the
+ * row as queued, then wakes the runner (queuedView): woken first, a runner could
+ * claim it before the answer is read, and the 201 would say `building`.
  */
 export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id?: string): Promise<DeploymentRow> {
   const now = c.get("clock")();
@@ -215,6 +217,5 @@ export async function insertQueued(c: AppContext, orgId: string, projectId: stri
     await lockedStorageCheck(tx, orgId, quotas, fields.artifactKey ? (fields.artifactBytes ?? 0) : undefined);
     return insertDeployment(tx, fields, now, id);
   });
-  c.get("wakeRunner")();
   return row;
 }

@@ -141,6 +141,13 @@ async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow
   };
 }
 
+/** A just-queued deployment's view (still `queued`), then the runner woken to claim it. */
+export async function queuedView(c: AppContext, orgId: string, id: string) {
+  const view = await viewOf(c, orgId, id);
+  c.get("wakeRunner")();
+  return view;
+}
+
 export async function viewOf(c: AppContext, orgId: string, id: string) {
   const { d, environment } = await findDeployment(c.get("db"), orgId, id);
   const transitions = await transitionsOf(c.get("db"), [d.id]);
@@ -172,7 +179,7 @@ export const deploymentRoutes = createRouter()
       const localPath = project.localPath;
       if (localPath !== null) {
         row = await queueLocal(c, { orgId: caller.orgId, userId: caller.userId, project: { ...project, localPath }, env });
-        return c.json(await viewOf(c, caller.orgId, row.id), 201);
+        return c.json(await queuedView(c, caller.orgId, row.id), 201);
       }
       const upload = await lastUpload(db, project.id, c.get("clock")());
       if (!upload) {
@@ -183,7 +190,7 @@ export const deploymentRoutes = createRouter()
       }
       row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, ...upload });
     }
-    return c.json(await viewOf(c, caller.orgId, row.id), 201);
+    return c.json(await queuedView(c, caller.orgId, row.id), 201);
   })
   .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))
   .openapi(cancel, async (c) => {

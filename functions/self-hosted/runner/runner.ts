@@ -197,17 +197,18 @@ export function createRunner(deps: RunnerDeps): Runner {
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
     // An app over its disk limit was stopped: recorded as crashed, like an app given up.
-    onDiskExceeded: (spec, reason) => giveUp(spec, reason),
-    onGiveUp: (spec, reason) => giveUp(spec, reason),
+    onDiskExceeded: (spec, reason) => giveUp(spec, `was stopped: ${reason}`),
+    onGiveUp: (spec, reason) => giveUp(spec, `crashed too often and was stopped: ${reason}`),
   });
 
-  function giveUp(spec: AppSpec, reason: string) {
+  /** The app no longer runs (`what` happened to it): recorded as crashed, `service.crashed` emitted. */
+  function giveUp(spec: AppSpec, what: string) {
     void (async () => {
-      // The supervisor logged its restarts and the give-up as runtime system lines.
+      // The supervisor logged its restarts and the give-up as runtime system lines: stored before the row says crashed.
+      await deps.writer.flush();
       const row = await setCrashed(db, spec.deploymentId, now());
       masks.delete(spec.deploymentId);
-      await deps.writer.flush();
-      if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} crashed too often and was stopped: ${reason}`);
+      if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} ${what}`);
     })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
   }
 
