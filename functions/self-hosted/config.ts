@@ -91,7 +91,7 @@ export function parseDuration(name: string, raw: string, bounds: { minMs: number
  * - STOP_GRACE (default 10s): SIGTERM to SIGKILL when an app is stopped (replaced, server stop).
  * - RUNNER_SANDBOX (on|off, default on), RUNNER_UID_RANGE (default 200000-299999), RUNNER_PIDS_MAX (default 256),
  *   RUNNER_NOFILE (default 4096): the sandbox every step and app runs in (runner/sandbox/sandbox.ts).
- * - RUNNER_LOG_RATE (default 1000): build and runtime lines stored per second per deployment (bursts up to 10x); the rest are dropped and counted.
+ * - RUNNER_LOG_RATE (default 1000): build and runtime lines stored per second per deployment (bursts up to 2x); the rest are dropped and counted.
  * - BUILD_ENV_PASSTHROUGH: the server's variables builds see (proxy, CA, npm registry settings; see DEFAULT_BUILD_ENV_PASSTHROUGH).
  * - RUNNER_ID (default: `<hostname>:<hash of the absolute DATA_DIR>`): the name a runner claims jobs and serves apps
  *   under; stable per machine and data directory, so a restart of the same instance brings back its own apps.

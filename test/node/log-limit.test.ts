@@ -15,7 +15,34 @@ describe("log limiter", () => {
     // Another deployment has its own bucket.
     expect(limiter.admit("d2", 1000)).toBe(true);
     expect(limiter.due(1000)).toEqual([]);
-    expect(limiter.due(REPORT_MS)).toEqual([{ deploymentId: "d1", dropped: 4000 + 4900 }]);
+    expect(limiter.due(REPORT_MS)).toEqual([{ deploymentId: "d1", dropped: 5000 - 100 * BURST_SECONDS + 4900 }]);
     expect(limiter.due(REPORT_MS + 1)).toEqual([]);
+  });
+});
+
+describe("a process over the log limit", () => {
+  it("is throttled: its output is not split into lines, it is read in bursts and the rest counted as skipped", async () => {
+    const { spawnProcess, THROTTLE_MS } = await import("../../functions/self-hosted/runner/processes");
+    let calls = 0;
+    let skipped = 0;
+    const proc = spawnProcess({
+      command: "exec yes",
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin" },
+      // The first 100 lines are kept, then every line is refused.
+      onLine: () => ++calls <= 100,
+      onSkipped: (n) => {
+        skipped += n;
+      },
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    const [refused, skippedInASecond] = [calls - 100, skipped];
+    await proc.stop(0);
+    // One refused line per burst, a burst every THROTTLE_MS at most (timers may run a little late, never early).
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThanOrEqual(1000 / THROTTLE_MS + 2);
+    // Bursts are at most what the pipe held (64 KiB of "y\n"): `yes` alone writes far more per second.
+    expect(skippedInASecond).toBeGreaterThan(0);
+    expect(skippedInASecond).toBeLessThan((1000 / THROTTLE_MS + 2) * 65_536);
   });
 });

@@ -30,7 +30,7 @@ function setup(options: { healthTimeoutMs?: number; stopGraceMs?: number; restar
   const restarts: { attempt: number; reason: string }[] = [];
   const giveUps: string[] = [];
   const deps: SupervisorDeps = {
-    log: (line) => lines.push(line),
+    log: (line) => lines.push(line) > 0,
     healthTimeoutMs: options.healthTimeoutMs ?? 15_000,
     stopGraceMs: options.stopGraceMs ?? 1000,
     onRestart: (_spec, attempt, reason) => restarts.push({ attempt, reason }),

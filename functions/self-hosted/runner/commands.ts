@@ -24,7 +24,8 @@
  * - Manifests are read with O_NOFOLLOW and only when the opened descriptor is a
  *   regular file within the size cap; the listing never descends into a link.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
+import { lstat, opendir } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import type { ProjectOptions, ServiceSpec } from "../../../shared/db/schema";
 import { COMPOSE_FILES, detect, type Folder, MANIFEST_NAMES } from "../../projects/folder/detect";
@@ -105,26 +106,34 @@ function readManifest(path: string): string | undefined {
   }
 }
 
-/** The detector's input, built from a directory the way the scan builds it from an archive. */
-export function folderOf(dir: string): Folder {
+/**
+ * The detector's input, built from a directory the way the scan builds it from
+ * an archive. Asynchronous and bounded: a source of 100,000 files must not hold
+ * the server's event loop (directories are read as streams, at most MAX_LISTED
+ * names in all, each directory's names sorted among those read).
+ */
+export async function folderOf(dir: string): Promise<Folder> {
   const paths = new Set<string>();
   const manifests = new Map<string, string>();
-  const walk = (abs: string, rel: string, depth: number) => {
-    let names: string[];
+  const walk = async (abs: string, rel: string, depth: number) => {
+    const names: string[] = [];
     try {
-      names = readdirSync(abs);
+      for await (const entry of await opendir(abs, { bufferSize: 256 })) {
+        if (depth === 0 && SKIPPED.has(entry.name)) continue;
+        names.push(entry.name);
+        if (paths.size + names.length >= MAX_LISTED) break;
+      }
     } catch {
       return;
     }
     for (const name of names.sort()) {
       if (paths.size >= MAX_LISTED) return;
-      if (depth === 0 && SKIPPED.has(name)) continue;
       const path = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(join(abs, name), { throwIfNoEntry: false });
+      const st = await lstat(join(abs, name)).catch(() => undefined);
       if (!st) continue;
       if (st.isDirectory()) {
         paths.add(`${path}/`);
-        if (depth + 1 < MAX_DEPTH) walk(join(abs, name), path, depth + 1);
+        if (depth + 1 < MAX_DEPTH) await walk(join(abs, name), path, depth + 1);
       } else if (st.isFile()) {
         paths.add(path);
         if (depth === 0 && MANIFEST_NAMES.has(name)) {
@@ -134,16 +143,16 @@ export function folderOf(dir: string): Folder {
       }
     }
   };
-  walk(dir, "", 0);
+  await walk(dir, "", 0);
   return { paths, manifests };
 }
 
 /** The plan for a materialized source at `srcDir`. */
-export function planOf(srcDir: string, options: ProjectOptions, services: Record<string, ServiceSpec> | null): Plan {
+export async function planOf(srcDir: string, options: ProjectOptions, services: Record<string, ServiceSpec> | null): Promise<Plan> {
   const appDir = options.rootDirectory ? inside(srcDir, options.rootDirectory, "rootDirectory") : srcDir;
   if (services && Object.keys(services).length > 0) return composePlan(appDir, services);
 
-  const found = detect(folderOf(appDir));
+  const found = detect(await folderOf(appDir));
   const install = options.installCommand ?? found.installCommand;
   const build = options.buildCommand ?? found.buildCommand;
   const start = options.startCommand ?? found.startCommand;
@@ -174,7 +183,7 @@ function withoutContainerFiles(folder: Folder): Folder {
   return { paths, manifests };
 }
 
-function composePlan(appDir: string, services: Record<string, ServiceSpec>): Plan {
+async function composePlan(appDir: string, services: Record<string, ServiceSpec>): Promise<Plan> {
   const processes: PlannedProcess[] = [];
   let web = false;
   for (const [name, spec] of Object.entries(services)) {
@@ -182,7 +191,7 @@ function composePlan(appDir: string, services: Record<string, ServiceSpec>): Pla
       throw new PlanError(`Service '${name}' has only an image (${spec.image ?? "none"}): it needs a container engine, none here`);
     }
     const cwd = spec.build ? inside(appDir, spec.build.context || ".", `Service '${name}' build context`) : appDir;
-    const found = spec.build ? detect(withoutContainerFiles(folderOf(cwd))) : undefined;
+    const found = spec.build ? detect(withoutContainerFiles(await folderOf(cwd))) : undefined;
     const command = spec.command ?? found?.startCommand;
     if (!command) throw new PlanError(`Service '${name}' has no command and none was detected in its build context`);
     const http: boolean = !web && spec.ports.length > 0;

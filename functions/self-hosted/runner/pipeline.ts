@@ -65,7 +65,9 @@ export interface BuildDeps {
   /** The clone token that applies (decrypted in memory), or null. */
   cloneToken: (job: JobContext) => Promise<string | null>;
   /** A log line of this deployment (the caller masks secrets and batches). */
-  log: (line: NewLogLine) => void;
+  log: (line: NewLogLine) => boolean;
+  /** Lines skipped unread over the log limit. */
+  skipped?: (deploymentId: string, lines: number) => void;
   sandbox: Sandbox;
   /** The project's sandbox uid. */
   uid: number;
@@ -106,10 +108,11 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
       jail: await deps.sandbox.jail({ name: `${d.id}.${++steps}`, uid: deps.uid, workDir, limits }),
       secret: opts.secret,
       onLine: (stream, text) => {
-        line(stream === "stderr" ? "stderr" : "stdout", text);
         tail.push(text);
         if (tail.length > TAIL_LINES) tail.shift();
+        return line(stream === "stderr" ? "stderr" : "stdout", text);
       },
+      onSkipped: (lines) => deps.skipped?.(d.id, lines),
     });
     let timedOut = false;
     const remaining = deadline - Date.now();
@@ -196,7 +199,7 @@ async function buildIn(job: JobContext, deps: BuildDeps, ctx: BuildContext): Pro
   // 2. Commands.
   let plan: Plan;
   try {
-    plan = planOf(src, job.project.options, d.services && Object.keys(d.services).length ? d.services : null);
+    plan = await planOf(src, job.project.options, d.services && Object.keys(d.services).length ? d.services : null);
   } catch (e) {
     if (e instanceof PlanError) throw new JobFailure("build", e.message);
     throw e;

@@ -77,12 +77,21 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** Memory limit in MiB; without a jail holding it, enforced by the sampling watchdog (see the module comment). */
   memoryMb?: number;
-  /** One call per line, without the newline. */
-  onLine(stream: "stdout" | "stderr", text: string): void;
+  /**
+   * One call per line, without the newline. `false`: over the log limit. The
+   * process's output is then not read for THROTTLE_MS (its writes block once the
+   * pipe is full: it is slowed, not just muted) and the rest of what was already
+   * read is counted in onSkipped without being split into lines.
+   */
+  onLine(stream: "stdout" | "stderr", text: string): unknown;
+  /** Lines skipped unread while over the log limit. */
+  onSkipped?(lines: number): void;
 }
 
 /** How often the memory watchdog samples the groups it watches. */
 export const MEMORY_SAMPLE_MS = 200;
+/** How long a process's output is left unread once it went over the log limit. */
+export const THROTTLE_MS = 100;
 /** How long `exited` waits for the pipes to close after the leader exited. */
 const EXIT_DRAIN_MS = 1000;
 const POLL_MS = 25;
@@ -117,8 +126,22 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
     resolveExited = resolve;
   });
 
-  const out = lineSplitter((text) => options.onLine("stdout", text));
-  const err = lineSplitter((text) => options.onLine("stderr", text));
+  // Over the log limit: neither pipe is read for a while, so the process blocks on its writes.
+  let throttled = false;
+  const throttle = () => {
+    if (throttled) return;
+    throttled = true;
+    child.stdout!.pause();
+    child.stderr!.pause();
+    setTimeout(() => {
+      throttled = false;
+      child.stdout!.resume();
+      child.stderr!.resume();
+    }, THROTTLE_MS).unref();
+  };
+  const skipped = (lines: number) => options.onSkipped?.(lines);
+  const out = lineSplitter((text) => options.onLine("stdout", text), throttle, skipped);
+  const err = lineSplitter((text) => options.onLine("stderr", text), throttle, skipped);
   let openPipes = 2;
   let exitSeen = false;
   let settled = false;
@@ -248,14 +271,37 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * Splits a byte stream into lines (see the module comment): linear, and holds at
  * most MAX_LINE_CHARS characters of an unfinished line.
  */
-function lineSplitter(emit: (text: string) => void) {
+function lineSplitter(emit: (text: string) => unknown, onRefused: () => void, onSkipped: (lines: number) => void) {
   const decoder = new StringDecoder("utf8");
   let pending = "";
   /** Inside an over-long line whose head was already emitted: drop until the next "\n". */
   let dropping = false;
+  /** Inside a line skipped unread (over the log limit): it is counted when its "\n" comes. */
+  let skipping = false;
+
+  /** Counts the lines of text[from…] without making them (over the log limit). */
+  const skipRest = (text: string, from: number) => {
+    let lines = 0;
+    let next = text.indexOf("\n", from);
+    let after = from;
+    while (next !== -1) {
+      lines++;
+      after = next + 1;
+      next = text.indexOf("\n", after);
+    }
+    skipping = after < text.length;
+    if (lines > 0) onSkipped(lines);
+  };
 
   const take = (text: string) => {
     let start = 0;
+    if (skipping) {
+      const newline = text.indexOf("\n");
+      if (newline === -1) return;
+      skipping = false;
+      onSkipped(1);
+      start = newline + 1;
+    }
     while (start <= text.length) {
       const newline = text.indexOf("\n", start);
       const end = newline === -1 ? text.length : newline;
@@ -275,8 +321,13 @@ function lineSplitter(emit: (text: string) => void) {
       if (newline === -1) return;
       if (dropping) dropping = false;
       else {
-        emit(pending);
+        const kept = emit(pending);
         pending = "";
+        if (kept === false) {
+          onRefused();
+          skipRest(text, newline + 1);
+          return;
+        }
       }
       start = newline + 1;
     }
@@ -288,9 +339,10 @@ function lineSplitter(emit: (text: string) => void) {
     },
     end() {
       take(decoder.end());
-      if (!dropping && pending.length > 0) emit(pending);
+      if (!dropping && !skipping && pending.length > 0) emit(pending);
       pending = "";
       dropping = false;
+      skipping = false;
     },
   };
 }

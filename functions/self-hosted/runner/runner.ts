@@ -163,7 +163,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     // The runner's own lines always go in; the processes' lines within RUNNER_LOG_RATE.
     if (line.deploymentId && line.stream !== "system" && !limiter.admit(line.deploymentId, Date.now())) {
       dropping.set(line.deploymentId, { orgId: line.orgId, projectId: line.projectId });
-      return;
+      return false;
     }
     const message = mask(line.deploymentId, line.message);
     if (line.deploymentId && line.kind === "runtime") {
@@ -174,6 +174,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       }
     }
     deps.writer.write({ ...line, message });
+    return true;
   };
   const system = (d: Pick<DeploymentRow, "id" | "orgId" | "projectId">, kind: "build" | "runtime", message: string) =>
     log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind, stream: "system", at: now(), message });
@@ -193,6 +194,7 @@ export function createRunner(deps: RunnerDeps): Runner {
 
   const supervisor = deps.createSupervisor({
     log,
+    skipped: (id, lines) => limiter.skipped(id, lines),
     healthTimeoutMs: settings.healthTimeoutMs,
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
@@ -304,6 +306,7 @@ export function createRunner(deps: RunnerDeps): Runner {
           // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
           cloneToken: (j) => cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy),
           log,
+          skipped: (id, lines) => limiter.skipped(id, lines),
         },
         abort.signal,
       );

@@ -113,6 +113,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       memoryMb: app.spec.memoryMb,
       jail,
       onLine: (stream, text) => line(app, stream, text, proc.spec.name),
+      onSkipped: (lines) => deps.skipped?.(app.spec.deploymentId, lines),
     });
     proc.current = spawned;
     if (spawned.pid > 0) line(app, "system", `Started ${proc.spec.name} (pid ${spawned.pid})${proc.spec.http ? ` with PORT=${app.port}` : ""}`, proc.spec.name);

@@ -62,7 +62,10 @@ export interface Supervisor {
 
 /** Where the supervisor sends an app's output and what it reports. */
 export interface SupervisorDeps {
-  log(line: NewLogLine): void;
+  /** Stores (batched) one line; false when it was dropped over the log limit (the process is then throttled). */
+  log(line: NewLogLine): boolean;
+  /** Lines of the deployment skipped unread over the log limit. */
+  skipped?(deploymentId: string, lines: number): void;
   healthTimeoutMs: number;
   /** Grace period between SIGTERM and SIGKILL. */
   stopGraceMs: number;
