@@ -12,6 +12,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_BUILD_ENV_PASSTHROUGH } from "../../../functions/self-hosted/config";
 import { useCleanups } from "../../support/cleanups";
 import { seedTenant } from "../../support/harness";
 import { allHostPids, hostileFiles, hostPidsOf, procText, sandboxApps, useSandboxServer } from "../../support/sandbox-apps";
@@ -51,17 +52,8 @@ const ALLOWED = new Set([
   "SHLVL",
   "_",
   "OLDPWD",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "NO_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "no_proxy",
-  "NODE_EXTRA_CA_CERTS",
-  "SSL_CERT_FILE",
-  "npm_config_registry",
-  "npm_config_cafile",
-  "npm_config_strict_ssl",
+  // What BUILD_ENV_PASSTHROUGH lets through by default (the server's values, where it has them).
+  ...DEFAULT_BUILD_ENV_PASSTHROUGH,
   "PROBE_PATHS",
   "SERVER_PID",
 ]);
