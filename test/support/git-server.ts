@@ -59,7 +59,8 @@ export interface GitTestServer {
   close(): Promise<void>;
 }
 
-const GIT_ENV = {
+/** Git's identity for the commits tests make, with no system or user git config. */
+export const GIT_ENV = {
   GIT_CONFIG_NOSYSTEM: "1",
   GIT_CONFIG_GLOBAL: "/dev/null",
   GIT_AUTHOR_NAME: "Test",

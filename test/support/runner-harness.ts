@@ -21,7 +21,7 @@ import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
 import { openPostgres } from "../../shared/db/postgres";
 import { jsonLogger } from "../../shared/http/logger";
 import { freshDatabase, type FreshDatabase } from "./fresh-database";
-import { type GitTestServer, startGitServer } from "./git-server";
+import { GIT_ENV as GIT_IDENTITY, type GitTestServer, startGitServer } from "./git-server";
 import { buildRequest, type Harness, type RequestOptions } from "./harness";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
@@ -45,14 +45,10 @@ export interface RunnerServerOptions {
   env?: Record<string, string>;
 }
 
-/** The default test settings: builds time out after 60 s, apps get 20 s to answer, a 1 s stop grace. */
-export async function startRunnerServer(opts: RunnerServerOptions): Promise<RunnerServer> {
-  const keyring: Keyring = await createKeyring(TEST_SECRET_KEYS);
-  const logs: string[] = [];
-  const logger = jsonLogger((line) => logs.push(line));
-  const config = loadNodeConfig({
+/** The runner suites' settings, as an operator writes them: builds time out after 60 s, apps get 20 s to answer, a 1 s stop grace. */
+export function runnerTestSettings(opts: { dataDir: string; gitUrl: string }): Record<string, string> {
+  return {
     DATA_DIR: opts.dataDir,
-    DATABASE_URL: opts.databaseUrl,
     SECRET_KEYS: TEST_SECRET_KEYS,
     SHARED_DOMAIN: "apps.test",
     OUTBOUND_ALLOW_PRIVATE: "true",
@@ -61,8 +57,15 @@ export async function startRunnerServer(opts: RunnerServerOptions): Promise<Runn
     BUILD_TIMEOUT: "60s",
     HEALTH_TIMEOUT: "20s",
     STOP_GRACE: "1s",
-    ...opts.env,
-  });
+  };
+}
+
+/** A runner server on the suite's Postgres database with runnerTestSettings. */
+export async function startRunnerServer(opts: RunnerServerOptions): Promise<RunnerServer> {
+  const keyring: Keyring = await createKeyring(TEST_SECRET_KEYS);
+  const logs: string[] = [];
+  const logger = jsonLogger((line) => logs.push(line));
+  const config = loadNodeConfig({ ...runnerTestSettings(opts), DATABASE_URL: opts.databaseUrl, ...opts.env });
   const database = await openPostgres(opts.databaseUrl, { migrate: false, max: 10 });
   const node = await createNodeServices(config, database, keyring, logger, { runner: opts.runner });
   const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
@@ -139,15 +142,7 @@ export function useRunnerServer(opts: { prefix: string } & Pick<RunnerServerOpti
   return s;
 }
 
-const GIT_ENV = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_AUTHOR_NAME: "Test",
-  GIT_AUTHOR_EMAIL: "test@example.com",
-  GIT_COMMITTER_NAME: "Test",
-  GIT_COMMITTER_EMAIL: "test@example.com",
-};
+const GIT_ENV = { ...process.env, ...GIT_IDENTITY };
 
 /**
  * Commits the fixture app (plus `extra` files) onto `branch` of a repository of

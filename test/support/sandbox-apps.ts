@@ -37,11 +37,11 @@ import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { deployments, logLines, sandboxUids } from "../../shared/db/schema";
 import { jsonLogger } from "../../shared/http/logger";
-import { type GitTestServer, startGitServer } from "./git-server";
+import { GIT_ENV as GIT_IDENTITY, type GitTestServer, startGitServer } from "./git-server";
 import { buildRequest, expectBody, expectStatus, type Member } from "./harness";
 import { type Deployment, runnerClient } from "./runner-client";
 import { freshDatabase } from "./fresh-database";
-import { type RunnerServer, startRunnerServer } from "./runner-harness";
+import { type RunnerServer, runnerTestSettings, startRunnerServer } from "./runner-harness";
 import { gzip, tar, tarHeader } from "./tar-fixtures";
 import { TEST_SECRET_KEYS } from "./test-keys";
 
@@ -128,18 +128,7 @@ export async function startPgliteRunnerServer(opts: { dataDir: string; gitUrl: s
   const keyring = await createKeyring(TEST_SECRET_KEYS);
   const logs: string[] = [];
   const logger = jsonLogger((line) => logs.push(line));
-  const config = loadNodeConfig({
-    DATA_DIR: opts.dataDir,
-    SECRET_KEYS: TEST_SECRET_KEYS,
-    SHARED_DOMAIN: "apps.test",
-    OUTBOUND_ALLOW_PRIVATE: "true",
-    GIT_GITEA_URL: opts.gitUrl,
-    RUNNER: "on",
-    BUILD_TIMEOUT: "60s",
-    HEALTH_TIMEOUT: "20s",
-    STOP_GRACE: "1s",
-    ...opts.env,
-  });
+  const config = loadNodeConfig({ ...runnerTestSettings(opts), ...opts.env });
   const pgliteDir = join(opts.dataDir, "pglite");
   mkdirSync(pgliteDir, { mode: 0o700 });
   // The suites' migrated dump, loaded into a data directory of files (the in-memory database has none to steal).
@@ -257,15 +246,7 @@ export interface Deployed {
   deployment: Deployment;
 }
 
-const GIT_ENV = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_AUTHOR_NAME: "Test",
-  GIT_AUTHOR_EMAIL: "test@example.com",
-  GIT_COMMITTER_NAME: "Test",
-  GIT_COMMITTER_EMAIL: "test@example.com",
-};
+const GIT_ENV = { ...process.env, ...GIT_IDENTITY };
 
 /** The files at the root of an upload's tarball, under one top folder (as the CLI packs a folder). */
 export async function tarballOf(files: Record<string, string | Uint8Array>): Promise<Uint8Array> {
