@@ -240,12 +240,13 @@ async function main() {
           (direct ? `; the app directly p50 ${direct.p50.toFixed(2)} ms, p99 ${direct.p99.toFixed(2)} ms` : ""),
       );
     }
-    if (process.env.BENCH_VERBOSE) {
-      const list = (await sandboxed.api(`/api/projects/${sandboxed.projectId}/deployments?limit=1`)) as {
+    for (const server of process.env.BENCH_VERBOSE ? [sandboxed, unconfined] : []) {
+      console.log(`timeline of the last deployment (${server.label}):`);
+      const list = (await server.api(`/api/projects/${server.projectId}/deployments?limit=1`)) as {
         items: Array<{ id: string; transitions: Array<{ status: string; at: string }> }>;
       };
       const last = list.items[0]!;
-      const logs = (await sandboxed.api(`/api/deployments/${last.id}/logs?limit=200`)) as {
+      const logs = (await server.api(`/api/deployments/${last.id}/logs?limit=200`)) as {
         items: Array<{ timestamp: string; stream: string; message: string }>;
       };
       const t0 = Date.parse(last.transitions[0]!.at);

@@ -6,12 +6,13 @@
  *
  * Work directories: DATA_DIR/deployments/<deploymentId>/ (0700, the server's)
  * holding `src/` (the source; /app in the sandbox), `home/` (HOME of every step
- * and of the app: npm's cache and the like stay inside; /home/app), both owned
+ * and of the app; /home/app), both owned
  * by the project's sandbox uid, and, the server's alone, `plan.json` and the
  * sandbox's passwd/group files. Decrypted values never go to disk: the plan has
  * commands and paths only; the environment is rebuilt from the database at
  * every launch. Every step runs in the sandbox (sandbox/sandbox.ts) with the
- * build's limits (build memory and CPU, diskGb checked every few seconds).
+ * build's limits (build memory and CPU, diskGb checked every few seconds), and
+ * the project's build cache (npm's and Node's, build-cache.ts) as ~/.cache.
  *
  * Sources:
  * - git: fetched in the sandbox through the outbound guard, the credential on a
@@ -30,6 +31,7 @@ import type { UploadStorage } from "../../../shared/storage/types";
 import { humanSize } from "../../cli/progress";
 import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
+import { readyCache } from "./build-cache";
 import { inside, type Plan, PlanError, planOf } from "./commands";
 import { fetchGit } from "./git-source";
 import { JobAborted, JobFailure, type Step } from "./step";
@@ -71,6 +73,8 @@ export interface BuildDeps {
   sandbox: Sandbox;
   /** The project's sandbox uid. */
   uid: number;
+  /** The project's build cache (build-cache.ts). */
+  cacheDir: string;
   /** BUILD_ENV_PASSTHROUGH's values: proxy, CA and registry settings of the server that builds (and the fetch) need. */
   buildEnv: Record<string, string>;
   /** OUTBOUND_ALLOW_PRIVATE: whether the git host may be a private or loopback address. */
@@ -105,7 +109,7 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
       cwd,
       env,
       memoryMb,
-      jail: await deps.sandbox.jail({ name: `${d.id}.${++steps}`, uid: deps.uid, workDir, limits }),
+      jail: await deps.sandbox.jail({ name: `${d.id}.${++steps}`, uid: deps.uid, workDir, cacheDir: deps.cacheDir, limits }),
       secret: opts.secret,
       onLine: (stream, text) => {
         tail.push(text);
@@ -163,8 +167,10 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
   mkdirSync(workDir, { mode: 0o700 });
   const src = join(workDir, "src");
   await deps.sandbox.prepare(workDir, deps.uid);
-  const base = deps.sandbox.baseEnv(workDir);
-  const stopDiskWatch = watchDisk([src, join(workDir, "home")], diskBytes, DISK_BUILD_CHECK_MS, (used) => {
+  const cleared = await readyCache(deps.cacheDir, diskBytes / 2, deps.sandbox.confined ? deps.uid : undefined);
+  if (cleared !== undefined) system(`Build cache emptied: it held ${formatGb(cleared)}, over half of the disk limit (${job.project.diskGb} GB)`);
+  const base = deps.sandbox.baseEnv(workDir, deps.cacheDir);
+  const stopDiskWatch = watchDisk([src, join(workDir, "home"), deps.cacheDir], diskBytes, DISK_BUILD_CHECK_MS, (used) => {
     diskExceeded = used;
     void current?.stop(0);
   });

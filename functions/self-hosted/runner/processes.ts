@@ -210,7 +210,8 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   const stop = (graceMs: number): Promise<ProcessExit> => {
     stopping ??= (async () => {
       if (pid <= 0) return exited;
-      const leftovers = async () => !exitSeen || (await members()).length > 0;
+      // Confined, the exit of bwrap means its namespace's init exited, and the kernel ended every process of the namespace before that.
+      const leftovers = async () => !exitSeen || (!jail?.namespaced && (await members()).length > 0);
       if (await leftovers()) {
         // Confined, SIGTERM goes to the app's processes, not to bwrap (which would not pass it on).
         signalAll(await members({ withoutInit: true }), "SIGTERM");

@@ -31,6 +31,8 @@
  * - Stop (server shutdown): the loops stop, builds in flight are aborted and
  *   their deployments go back to `queued` (recorded, unclaimed), so the next
  *   start (or another runner) builds them at once; then every app is stopped.
+ * - Build cache: each project's npm and Node compile caches persist across its
+ *   deployments (build-cache.ts); caches of deleted projects go at start.
  * - Secrets: the environment's secret values are masked (••••••••) in every
  *   build and runtime line of the deployment before it is stored.
  */
@@ -52,6 +54,7 @@ import { cloneTokenFor } from "../../projects/git-store";
 import type { RunnerSettings } from "../config";
 import type { Plan } from "./commands";
 import { createLogLimiter, REPORT_MS } from "./log-limit";
+import { cacheDirOf, makeCache, sweepCaches } from "./build-cache";
 import { buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
 import type { Sandbox } from "./sandbox/sandbox";
 import { sandboxUidOf } from "./sandbox/uids";
@@ -244,14 +247,18 @@ export function createRunner(deps: RunnerDeps): Runner {
     const common = { deploymentId: job.d.id, orgId: job.d.orgId, projectId: job.d.projectId, environmentId: job.d.environmentId };
     if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir, base: join(workDir, "src") };
     const serviceValues = await decryptServiceValues(deps.keyring, job.d);
+    const uid = await uidOf(job);
+    const cacheDir = cacheDirOf(deps.dataDir, job.d.projectId);
+    // Its mount point: a deployment built before the cache existed, or restored after a sweep, has none yet.
+    await makeCache(cacheDir, deps.sandbox.confined ? uid : undefined);
     // An app started through npm must not ask the registry about npm updates at every start (or restart).
-    const base = { ...deps.sandbox.baseEnv(workDir), NODE_ENV: "production", npm_config_update_notifier: "false" };
+    const base = { ...deps.sandbox.baseEnv(workDir, cacheDir), NODE_ENV: "production", npm_config_update_notifier: "false" };
     for (const values of Object.values(serviceValues)) masks.get(job.d.id)?.push(...Object.values(values));
     return {
       ...common,
       kind: "processes",
       memoryMb: job.project.productionMemoryMb,
-      confinement: { uid: await uidOf(job), workDir, cpuCores: job.project.productionCpuCores, diskGb: job.project.diskGb },
+      confinement: { uid, workDir, cacheDir, cpuCores: job.project.productionCpuCores, diskGb: job.project.diskGb },
       processes: plan.processes.map((p) => ({
         name: p.name,
         command: p.command,
@@ -298,6 +305,7 @@ export function createRunner(deps: RunnerDeps): Runner {
           workRoot,
           sandbox: deps.sandbox,
           uid: await uidOf(job),
+          cacheDir: cacheDirOf(deps.dataDir, job.d.projectId),
           buildEnv: settings.buildEnv,
           allowPrivate: deps.allowPrivate,
           gitHosts: deps.gitHosts,
@@ -518,7 +526,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       if (started) return;
       started = true;
       // The work root is made by the first build (a server that never builds needs no DATA_DIR, e.g. on Postgres with WORKSPACE_OWNER_TOKEN).
-      void sweepWorkDirs()
+      void Promise.all([sweepWorkDirs(), sweepCaches(db, deps.dataDir)])
         .catch((error) => deps.logger.error("runner_sweep_failed", { error: (error as Error).message }))
         .then(() => reconcile())
         .then(() => pump());

@@ -95,6 +95,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
             name: `${app.spec.deploymentId}.${proc.spec.name.replace(/[^A-Za-z0-9_-]/g, "_")}.${++spawns}`,
             uid: confinement.uid,
             workDir: confinement.workDir,
+            cacheDir: confinement.cacheDir,
             limits: { memoryMb: app.spec.memoryMb, cpuCores: confinement.cpuCores, diskBytes: confinement.diskGb ? confinement.diskGb * 1024 ** 3 : undefined },
           })
         : undefined;
@@ -161,7 +162,8 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
   const watchAppDisk = (app: AppState) => {
     const c = app.spec.kind === "processes" ? app.spec.confinement : undefined;
     if (!c?.diskGb) return;
-    app.stopDiskWatch = watchDisk([join(c.workDir, "src"), join(c.workDir, "home")], c.diskGb * 1024 ** 3, DISK_APP_CHECK_MS, (used) => {
+    const paths = [join(c.workDir, "src"), join(c.workDir, "home"), ...(c.cacheDir ? [c.cacheDir] : [])];
+    app.stopDiskWatch = watchDisk(paths, c.diskGb * 1024 ** 3, DISK_APP_CHECK_MS, (used) => {
       const reason = `disk limit (${c.diskGb} GB) exceeded: the app's directory holds ${formatGb(used)}`;
       line(app, "system", `Stopped: ${reason}`);
       void stopApp(app).then(() => deps.onDiskExceeded?.(app.spec, reason));

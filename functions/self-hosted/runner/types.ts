@@ -5,7 +5,7 @@
  * HTTP, restarts crashed ones with backoff, stops them with a grace period.
  */
 import type { NewLogLine } from "../../logs/store";
-import type { Jail, ProcessLimits } from "./sandbox/sandbox";
+import type { Jail, JailInput } from "./sandbox/sandbox";
 
 /** One process of an app: the web process, or one compose service. */
 export interface ProcessSpec {
@@ -33,7 +33,7 @@ export type AppSpec = {
       kind: "processes";
       processes: ProcessSpec[];
       /** The sandbox every process runs in: the project's uid, the work directory it sees, the CPU and disk limits. */
-      confinement?: { uid: number; workDir: string; cpuCores?: number; diskGb?: number };
+      confinement?: { uid: number; workDir: string; cacheDir?: string; cpuCores?: number; diskGb?: number };
     }
   /** A static site: the adapter serves this directory itself (no process); `base` is the source it must stay inside. */
   | { kind: "static"; dir: string; base?: string }
@@ -76,7 +76,7 @@ export interface SupervisorDeps {
   /** The crash-restart policy; defaults in supervisor.ts (1 s doubling to 30 s, 5 restarts in 10 minutes). Tests shorten it. */
   restart?: RestartPolicy;
   /** The jail of one app process (sandbox/sandbox.ts); absent or undefined: unconfined. */
-  jail?: (input: { name: string; uid: number; workDir: string; limits: ProcessLimits }) => Promise<Jail | undefined>;
+  jail?: (input: JailInput) => Promise<Jail | undefined>;
   /** Called when a running app went over its disk limit and was stopped (the runner records it like a give-up). */
   onDiskExceeded?(spec: AppSpec, reason: string): void;
 }

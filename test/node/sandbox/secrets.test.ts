@@ -47,6 +47,9 @@ const ALLOWED = new Set([
   "npm_config_globalconfig",
   "npm_config_fund",
   "npm_config_audit",
+  // The project's build cache (build-cache.ts).
+  "npm_config_cache",
+  "NODE_COMPILE_CACHE",
   "CI",
   "PWD",
   "SHLVL",

@@ -6,8 +6,9 @@
  *   only ssl/, ca-certificates/, resolv.conf, hosts, nsswitch.conf, localtime,
  *   the machine's global npmrc (as /etc/npmrc) and a passwd/group naming the
  *   sandbox user; the runner's Node toolchain read-only at /opt/node/bin; the
- *   deployment's source read-write at /app and its home at /home/app; a private
- *   tmpfs /tmp; a /proc of its own pid namespace; a minimal /dev.
+ *   deployment's source read-write at /app and its home at /home/app, with the
+ *   project's build cache (build-cache.ts) read-write at /home/app/.cache; a
+ *   private tmpfs /tmp; a /proc of its own pid namespace; a minimal /dev.
  *
  * How it is run: bwrap as root (the server), so the mounts are made with the
  * server's view of the file system (its DATA_DIR may be unreadable to others),
@@ -32,6 +33,8 @@ export interface BwrapLayout {
   src: string;
   /** Host directory mounted read-write at /home/app. */
   home: string;
+  /** The project's build cache, mounted read-write at /home/app/.cache (home/.cache must exist); undefined: none. */
+  cache?: string;
   /** Host files (server-owned, read-only inside) for /etc/passwd and /etc/group. */
   passwd: string;
   group: string;
@@ -46,6 +49,7 @@ export interface BwrapLayout {
 /** Where the source and home are inside. */
 export const SANDBOX_APP = "/app";
 export const SANDBOX_HOME = "/home/app";
+export const SANDBOX_CACHE = `${SANDBOX_HOME}/.cache`;
 export const SANDBOX_TOOLCHAIN = "/opt/node/bin";
 export const SANDBOX_NPMRC = "/etc/npmrc";
 export const SANDBOX_PATH = `${SANDBOX_TOOLCHAIN}:/usr/local/bin:/usr/bin:/bin`;
@@ -111,6 +115,7 @@ export function bwrapArgv(layout: BwrapLayout, cwd: string, command: string): st
     "--bind",
     layout.home,
     SANDBOX_HOME,
+    ...(layout.cache ? ["--bind", layout.cache, SANDBOX_CACHE] : []),
     "--proc",
     "/proc",
     "--dev",

@@ -22,7 +22,8 @@ import { accessSync, constants, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { chown, mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
-import { type BwrapLayout, bwrapArgv, SANDBOX_APP, SANDBOX_HOME, SANDBOX_NPMRC, SANDBOX_PATH } from "./bwrap";
+import { cacheEnv } from "../build-cache";
+import { type BwrapLayout, bwrapArgv, SANDBOX_APP, SANDBOX_CACHE, SANDBOX_HOME, SANDBOX_NPMRC, SANDBOX_PATH } from "./bwrap";
 import { type Cgroup, type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups";
 import type { UidRange } from "./uids";
 
@@ -66,16 +67,25 @@ export interface Sandbox {
   readonly cgroups?: Cgroups;
   /** What holds here, one line (start log; every deployment's first system line). */
   describe(): string;
-  /** The environment every step and app starts from (PATH, HOME, LANG; npm's global config when the machine has one). */
-  baseEnv(workDir: string): Record<string, string>;
-  /** A new work directory's src/ and home/, owned by the project's uid, and the passwd/group files of its sandbox. */
+  /** The environment every step and app starts from (PATH, HOME, LANG; npm's global config when the machine has one; the build cache's variables when there is one). */
+  baseEnv(workDir: string, cacheDir?: string): Record<string, string>;
+  /** A new work directory's src/ and home/ (with home/.cache, where the build cache is mounted), owned by the project's uid, and the passwd/group files of its sandbox. */
   prepare(workDir: string, uid: number): Promise<void>;
   /** Gives what the server wrote under `dir` (an unpacked archive) to the project's uid, without following links. */
   chownTree(dir: string, uid: number): Promise<void>;
   /** A jail for one process: a fresh cgroup with its limits (the caller's spawn removes it). */
-  jail(input: { name: string; uid: number; workDir: string; limits: ProcessLimits }): Promise<Jail | undefined>;
+  jail(input: JailInput): Promise<Jail | undefined>;
   /** At stop, after every process ended: the runner's cgroups go. */
   close(): Promise<void>;
+}
+
+/** One process to confine: its cgroup's name, the project's uid, its work directory and build cache (build-cache.ts), its limits. */
+export interface JailInput {
+  name: string;
+  uid: number;
+  workDir: string;
+  cacheDir?: string;
+  limits: ProcessLimits;
 }
 
 export class SandboxUnavailable extends Error {}
@@ -149,12 +159,13 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
     await smokeTest(layoutBase, settings.uidRange.first);
   }
 
-  const layoutOf = (workDir: string, uid: number): BwrapLayout => ({
+  const layoutOf = (workDir: string, uid: number, cache: string | undefined): BwrapLayout => ({
     ...layoutBase!,
     uid,
     gid: uid,
     src: join(workDir, "src"),
     home: join(workDir, "home"),
+    cache,
     passwd: join(workDir, "passwd"),
     group: join(workDir, "group"),
   });
@@ -191,19 +202,23 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
     confined: settings.enabled,
     cgroups,
     describe,
-    baseEnv(workDir) {
+    baseEnv(workDir, cacheDir) {
+      const cache = cacheDir ? cacheEnv(settings.enabled ? SANDBOX_CACHE : cacheDir) : {};
       return settings.enabled
-        ? { PATH: SANDBOX_PATH, HOME: SANDBOX_HOME, LANG: "C.UTF-8", ...npmEnv }
-        : { PATH: `${toolchain}:${env.PATH ?? BASE_PATH}`, HOME: join(workDir, "home"), LANG: "C.UTF-8", ...npmEnv };
+        ? { PATH: SANDBOX_PATH, HOME: SANDBOX_HOME, LANG: "C.UTF-8", ...npmEnv, ...cache }
+        : { PATH: `${toolchain}:${env.PATH ?? BASE_PATH}`, HOME: join(workDir, "home"), LANG: "C.UTF-8", ...npmEnv, ...cache };
     },
     async prepare(workDir, uid) {
       const src = join(workDir, "src");
       const home = join(workDir, "home");
       await mkdir(src, { mode: 0o700 });
       await mkdir(home, { mode: 0o700 });
+      // Made here, the project's: bwrap would make the build cache's mount point as root.
+      await mkdir(join(home, ".cache"), { mode: 0o700 });
       if (!settings.enabled) return;
       await chown(src, uid, uid);
       await chown(home, uid, uid);
+      await chown(join(home, ".cache"), uid, uid);
       // Names for the sandbox's user (tools that look up their user: npm, git, ssh); root-owned, read-only inside.
       await writeFile(join(workDir, "passwd"), `root:x:0:0::/nonexistent:/usr/sbin/nologin\napp:x:${uid}:${uid}::${SANDBOX_HOME}:/bin/sh\n`, { mode: 0o644 });
       await writeFile(join(workDir, "group"), `root:x:0:\napp:x:${uid}:\n`, { mode: 0o644 });
@@ -214,7 +229,7 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
       // chown -R does not follow links (-P is its default); a child process keeps 100,000 entries off the event loop.
       await run("chown", ["-R", "-P", `${uid}:${uid}`, "--", dir]);
     },
-    async jail({ name, uid, workDir, limits }) {
+    async jail({ name, uid, workDir, cacheDir, limits }) {
       if (!settings.enabled && !cgroups) return undefined;
       const cgroupLimits: CgroupLimits = {
         memoryBytes: limits.memoryMb ? limits.memoryMb * MIB : undefined,
@@ -230,7 +245,7 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
       const prelude = ["/bin/sh", "-c", PRELUDE, "wsp-prelude"];
       return {
         argv: (command, cwd) =>
-          settings.enabled ? [...prelude, ...bwrapArgv(layoutOf(workDir, uid), inside(workDir, cwd), command)] : [...prelude, "/bin/sh", "-c", command],
+          settings.enabled ? [...prelude, ...bwrapArgv(layoutOf(workDir, uid, cacheDir), inside(workDir, cwd), command)] : [...prelude, "/bin/sh", "-c", command],
         spawnCwd: (cwd) => (settings.enabled ? "/" : cwd),
         preludeEnv,
         namespaced: settings.enabled,
