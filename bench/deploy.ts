@@ -195,6 +195,8 @@ async function deployOnce(s: BenchServer): Promise<number> {
   for (;;) {
     const now = await s.api(`/api/deployments/${d.id}`);
     if (now.status === "ready") break;
+    // A runner that did not start (no bubblewrap, not root) leaves it queued: say so instead of waiting forever.
+    if (performance.now() - start > 120_000) throw new Error(`${s.label}: still ${now.status} after 120 s (is the runner running? bubblewrap installed?)`);
     if (now.status === "failed" || now.status === "canceled") throw new Error(`${s.label}: deploy ${now.status}: ${now.failureReason}`);
     await new Promise((r) => setTimeout(r, 20));
   }

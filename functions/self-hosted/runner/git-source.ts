@@ -64,19 +64,31 @@ export async function fetchGit(job: JobContext, deps: BuildDeps, src: string, ba
   // One sandboxed step for the whole clone (each step is a sandbox to set up); the .git directory does not outlive it.
   const checkout = `git checkout --quiet --detach ${sha} && rm -rf .git`;
   try {
-    await step("clone", `git init --quiet . && git config advice.detachedHead false && git ${fetchConfig} fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha} && ${checkout}`, src, gitEnv, {
-      shown: `git fetch --depth 1 ${url} ${sha} && git checkout ${sha.slice(0, 12)}`,
-      secret,
-    });
+    await step(
+      "clone",
+      `git init --quiet . && git config advice.detachedHead false && git ${fetchConfig} fetch --quiet --depth 1 --no-tags ${quote(url)} ${sha} && ${checkout}`,
+      src,
+      gitEnv,
+      {
+        shown: `git fetch --depth 1 ${url} ${sha} && git checkout ${sha.slice(0, 12)}`,
+        secret,
+      },
+    );
   } catch (e) {
     if (!(e instanceof JobFailure) || e.message.startsWith("build timed out") || !d.branch) throw e;
     // Some hosts refuse a fetch by SHA: the branch then, deep enough to hold the commit.
     system("The fetch by commit failed: fetching the branch instead");
     const ref = `refs/heads/${d.branch}`;
-    await step("clone", `git ${fetchConfig} fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit} && ${checkout}`, src, gitEnv, {
-      shown: `git fetch --depth 50 ${url} ${ref} && git checkout ${sha.slice(0, 12)}`,
-      secret,
-    });
+    await step(
+      "clone",
+      `git ${fetchConfig} fetch --quiet --depth 50 --no-tags ${quote(url)} ${quote(ref)} && git cat-file -e ${sha}^{commit} && ${checkout}`,
+      src,
+      gitEnv,
+      {
+        shown: `git fetch --depth 50 ${url} ${ref} && git checkout ${sha.slice(0, 12)}`,
+        secret,
+      },
+    );
   }
 }
 

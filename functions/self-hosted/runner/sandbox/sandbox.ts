@@ -245,7 +245,9 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
       const prelude = ["/bin/sh", "-c", PRELUDE, "wsp-prelude"];
       return {
         argv: (command, cwd) =>
-          settings.enabled ? [...prelude, ...bwrapArgv(layoutOf(workDir, uid, cacheDir), inside(workDir, cwd), command)] : [...prelude, "/bin/sh", "-c", command],
+          settings.enabled
+            ? [...prelude, ...bwrapArgv(layoutOf(workDir, uid, cacheDir), inside(workDir, cwd), command)]
+            : [...prelude, "/bin/sh", "-c", command],
         spawnCwd: (cwd) => (settings.enabled ? "/" : cwd),
         preludeEnv,
         namespaced: settings.enabled,
