@@ -22,6 +22,9 @@
  * - Crashes: the supervisor restarts with backoff; after 5 crashes in 10 minutes
  *   it gives up: crashed_at is set (the deployment stays the record, it no
  *   longer serves) and `service.crashed` is emitted.
+ * - Start: the ports a previous run of this runner recorded are forgotten
+ *   (its apps died with it) before the apps are restored, each on a new free
+ *   port; edges hold requests meanwhile.
  * - Reconcile (at start, at every wake, every RECONCILE_MS = 5 s): every current,
  *   ready, not crashed deployment served by this runner (served_by = RUNNER_ID)
  *   runs here: a missing one is launched from its work directory (boot restore,
@@ -66,6 +69,7 @@ import {
   decryptServiceValues,
   deploymentStatuses,
   deploymentsToServe,
+  forgetPorts,
   type JobContext,
   LEASE_MS,
   loadJob,
@@ -201,6 +205,14 @@ export function createRunner(deps: RunnerDeps): Runner {
     healthTimeoutMs: settings.healthTimeoutMs,
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
+    // Its port was taken while it was down: the route follows it (edges reload on the row's change).
+    onPortChanged: (spec, port) =>
+      void setServing(db, spec.deploymentId, runnerId, port, now()).catch((error) =>
+        deps.logger.error("runner_port_record_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }),
+      ),
+    // One line in the server's output per crash of an app (its details are in the deployment's runtime log).
+    onRestart: (spec, attempt, reason) =>
+      deps.logger.error("app_crashed", { deploymentId: spec.deploymentId, projectId: spec.projectId, reason, restart: attempt }),
     // An app over its disk limit was stopped: recorded as crashed, like an app given up.
     onDiskExceeded: (spec, reason) => giveUp(spec, `was stopped: ${reason}`),
     onGiveUp: (spec, reason) => giveUp(spec, `crashed too often and was stopped: ${reason}`),
@@ -208,6 +220,7 @@ export function createRunner(deps: RunnerDeps): Runner {
 
   /** The app no longer runs (`what` happened to it): recorded as crashed, `service.crashed` emitted. */
   function giveUp(spec: AppSpec, what: string) {
+    deps.logger.error("app_stopped", { deploymentId: spec.deploymentId, projectId: spec.projectId, reason: what });
     void (async () => {
       // The supervisor logged its restarts and the give-up as runtime system lines: stored before the row says crashed.
       await deps.writer.flush();
@@ -526,7 +539,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       if (started) return;
       started = true;
       // The work root is made by the first build (a server that never builds needs no DATA_DIR, e.g. on Postgres with WORKSPACE_OWNER_TOKEN).
-      void Promise.all([sweepWorkDirs(), sweepCaches(db, deps.dataDir)])
+      void Promise.all([sweepWorkDirs(), sweepCaches(db, deps.dataDir), forgetPorts(db, runnerId)])
         .catch((error) => deps.logger.error("runner_sweep_failed", { error: (error as Error).message }))
         .then(() => reconcile())
         .then(() => pump());

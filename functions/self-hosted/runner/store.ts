@@ -100,6 +100,20 @@ export async function setServing(db: Db, id: string, runnerId: string, port: num
   await db.update(deployments).set({ servedBy: runnerId, port, crashedAt: null, updatedAt: now }).where(eq(deployments.id, id));
 }
 
+/**
+ * At the runner's start: no app of a previous run of it listens any more (the
+ * sandboxes died with that process; what its cgroups held was ended), so the
+ * ports recorded then are forgotten before anything is restored. Until an app
+ * is up again, edges hold its requests instead of sending them to a port that
+ * may now be another process's.
+ */
+export async function forgetPorts(db: Db, runnerId: string): Promise<void> {
+  await db
+    .update(deployments)
+    .set({ port: null })
+    .where(and(eq(deployments.servedBy, runnerId), isNotNull(deployments.port)));
+}
+
 /** The app was given up after too many crashes: it stays the record but no longer serves. */
 export async function setCrashed(db: Db, id: string, now: Date): Promise<DeploymentRow | undefined> {
   const [row] = await db.update(deployments).set({ crashedAt: now, port: null, updatedAt: now }).where(eq(deployments.id, id)).returning();

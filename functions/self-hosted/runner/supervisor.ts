@@ -16,7 +16,8 @@
  * - After the launch, a process that exits on its own is a crash: what it left in
  *   its group is stopped, and it is started again after a backoff (base delay
  *   doubling per crash in the window, capped), on the same port, so routing does
- *   not change. More than `maxRestarts` crashes of the app within `windowMs` gives
+ *   not change; if another process took that port meanwhile, on a new one, and
+ *   `onPortChanged` tells the runner (which records it: the edges follow). More than `maxRestarts` crashes of the app within `windowMs` gives
  *   it up: everything of the app is stopped and `onGiveUp` is called.
  * - `stop`: no restarts from then on; SIGTERM to every process group, SIGKILL
  *   after `stopGraceMs`; or the static server closed.
@@ -153,9 +154,26 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     proc.restartTimer = setTimeout(() => {
       proc.restartTimer = undefined;
       if (app.stopping) return;
-      void start(app, proc);
-      deps.onRestart?.(app.spec, attempt, what);
+      void restart(app, proc, attempt, what);
     }, delay);
+  };
+
+  const restart = async (app: AppState, proc: ProcState, attempt: number, what: string) => {
+    // Another process may have taken the port meanwhile: the app then moves, and the route follows (onPortChanged).
+    if (proc.spec.http && !(await portIsFree(app.port))) {
+      const old = app.port;
+      try {
+        app.port = await freePort();
+      } catch (error) {
+        void onExit(app, proc, proc.current, { code: null, signal: null, error: `no free port: ${(error as Error).message}` });
+        return;
+      }
+      line(app, "system", `Port ${old} is in use by another process: ${proc.spec.name} restarts on port ${app.port}`, proc.spec.name);
+      deps.onPortChanged?.(app.spec, app.port);
+    }
+    if (app.stopping) return;
+    void start(app, proc);
+    deps.onRestart?.(app.spec, attempt, what);
   };
 
   /** The disk limit of a running app: over it, the app is stopped and the runner told (it records the reason). */
@@ -270,6 +288,15 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       return [...apps.values()].filter((a) => a.launched && !a.stopping).map((a) => ({ deploymentId: a.spec.deploymentId, port: a.port }));
     },
   };
+}
+
+/** Whether 127.0.0.1:port can be bound now (nothing else listens there). */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
 }
 
 /** A free loopback port: bind 127.0.0.1:0, read it, close. */

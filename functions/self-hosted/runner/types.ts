@@ -77,6 +77,8 @@ export interface SupervisorDeps {
   restart?: RestartPolicy;
   /** The jail of one app process (sandbox/sandbox.ts); absent or undefined: unconfined. */
   jail?: (input: JailInput) => Promise<Jail | undefined>;
+  /** Called when a crashed app restarts on a new port (its own was taken by another process meanwhile). */
+  onPortChanged?(spec: AppSpec, port: number): void;
   /** Called when a running app went over its disk limit and was stopped (the runner records it like a give-up). */
   onDiskExceeded?(spec: AppSpec, reason: string): void;
 }
