@@ -16,9 +16,19 @@ export interface Category {
 }
 
 export const CATEGORIES = [
-  { id: "deploy.failed", label: "Deploy failed", description: "A deployment failed and the previous version keeps serving.", defaultEnabled: true },
+  {
+    id: "deploy.failed",
+    label: "Deploy failed",
+    description: "A deployment did not go live (its build, start or health check failed); the previous version keeps serving.",
+    defaultEnabled: true,
+  },
   { id: "deploy.succeeded", label: "Deploy succeeded", description: "A deployment finished and is live.", defaultEnabled: false },
-  { id: "build.failed", label: "Build failed", description: "A build stopped with an error before it could be deployed.", defaultEnabled: true },
+  {
+    id: "build.failed",
+    label: "Build failed",
+    description: "A build stopped with an error before it could be deployed (Deploy failed subscribers hear of it too, once).",
+    defaultEnabled: true,
+  },
   { id: "service.crashed", label: "Service crashed", description: "A running service exited unexpectedly or keeps restarting.", defaultEnabled: true },
   { id: "backup.failed", label: "Backup failed", description: "A scheduled or manual backup did not complete.", defaultEnabled: true },
   { id: "backup.succeeded", label: "Backup succeeded", description: "A backup completed.", defaultEnabled: false },
@@ -51,6 +61,18 @@ export const CATEGORY_IDS = CATEGORIES.map((c) => c.id) as [CategoryId, ...Categ
 
 const byId = new Map<string, Category>(CATEGORIES.map((c) => [c.id, c]));
 export const categoryOf = (id: string): Category | undefined => byId.get(id);
+
+/**
+ * Narrow categories inside broader ones: a failed build is a deployment that did
+ * not go live, so an event of `build.failed` reaches the subscribers of either
+ * category (someone who asked for "Deploy failed" only must hear of a broken
+ * build), as one event: a member subscribed to both is told once, and each of
+ * their channels gets one send.
+ */
+const BROADER: Partial<Record<CategoryId, readonly CategoryId[]>> = { "build.failed": ["deploy.failed"] };
+
+/** The categories whose subscribers an event of `id` reaches: its own and the broader ones it is part of. */
+export const reachedCategories = (id: string): string[] => [id, ...(BROADER[id as CategoryId] ?? [])];
 
 /** A category id in a request body: an unknown one is a 400 naming the allowed ids. */
 export const CategoryField = z.enum(CATEGORY_IDS).openapi({ description: "A category id from GET /api/notifications/categories" });

@@ -16,7 +16,7 @@ const route = defineRoute({
   description:
     "Every member with an enabled subscription to `category` on an enabled, verified channel is a recipient: each gets one entry in the in-app feed, and each of their external channels (email, webhook, slack, discord, msteams) gets a send queued in the outbox, delivered in the background with retries and rate limits (" +
     DELIVERY_LIMIT_TEXT +
-    "; a send over a limit is delayed to the end of the window, not dropped). Answers 202 with the counts. Other modules call the same function in-process (`emitNotificationEvent`).",
+    "; a send over a limit is delayed to the end of the window, not dropped). A narrow category reaches the subscribers of the broader one too: `build.failed` is also delivered to `deploy.failed` subscribers, once per member and once per channel however many of the two they subscribed to. Terminal escape sequences (ANSI colours, OSC titles and links) are removed from `title`, `message` and every string of `data` before the event is stored. Answers 202 with the counts. Other modules call the same function in-process (`emitNotificationEvent`).",
   permission: "notifications:admin",
   request: { body: jsonRequest(EventBody) },
   responses: { 202: jsonResponse(EventResultSchema, "Queued") },

@@ -6,13 +6,21 @@
  * an enabled subscription to the category on an enabled, verified channel;
  * another writes one outbox row per such external channel. Both run in the
  * transaction that records the event, so an event is queued whole or not at all.
+ * An event reaches the subscribers of its category and of the broader ones it
+ * is part of (categories.ts `reachedCategories`): once per member, one send per
+ * channel, however many of those categories they subscribed to.
+ *
+ * Text from terminals (a build's output quoted in a failure reason) carries
+ * escape sequences: the event is stored without them, so no feed entry,
+ * webhook, e-mail or chat message does.
  */
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../shared/db/rows";
 import { notificationEvents } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
-import { CATEGORIES } from "./categories";
+import { stripAnsi, stripAnsiDeep } from "../../shared/text/ansi";
+import { CATEGORIES, categoryOf, reachedCategories } from "./categories";
 import { idStem, RANDOM_ID_TAIL } from "./store";
 
 export interface NotificationEventInput {
@@ -32,12 +40,14 @@ export interface EmitResult {
   sends: number;
 }
 
-/** The subscriptions that deliver: enabled, on the subscriber's own enabled and verified channel. */
-const deliveringSubscriptions = (orgId: string, category: string, join = sql``) => sql`
+/** The subscriptions that deliver an event of `category`: enabled, to a category it reaches, on the subscriber's own enabled and verified channel. */
+const deliveringSubscriptions = (orgId: string, category: string) => sql`
   from notification_subscriptions s
   join notification_channels c on c.id = s.channel_id and c.org_id = s.org_id and c.user_id = s.user_id
-  ${join}
-  where s.org_id = ${orgId} and s.category = ${category} and s.enabled and c.enabled and c.verified`;
+  where s.org_id = ${orgId} and s.category in (${sql.join(
+    reachedCategories(category).map((id) => sql`${id}`),
+    sql`, `,
+  )}) and s.enabled and c.enabled and c.verified`;
 
 /**
  * Records an event and queues its notifications. Callable in-process by any
@@ -52,10 +62,11 @@ export async function emitNotificationEvent(db: Db, input: NotificationEventInpu
       id: eventId,
       orgId: input.orgId,
       category: input.category,
-      title: input.title,
-      message: input.message ?? null,
+      // A title of escapes alone would be blank: the category's label says what happened.
+      title: stripAnsi(input.title).trim() || (categoryOf(input.category)?.label ?? input.category),
+      message: input.message == null ? null : stripAnsi(input.message),
       projectId: input.projectId ?? null,
-      data: input.data ?? null,
+      data: input.data == null ? null : stripAnsiDeep(input.data),
       createdBy: input.createdBy ?? null,
       createdAt: now,
     });
@@ -69,12 +80,16 @@ export async function emitNotificationEvent(db: Db, input: NotificationEventInpu
         select ${idStem("ndlv", now)} || ${RANDOM_ID_TAIL}, ${input.orgId}, r.user_id, ${eventId}, ${at} from recipients r
         returning 1
       ) select count(*)::int as n from inserted`);
+    // One send per channel, even when it carries subscriptions to several of the categories reached.
     const sends = await tx.execute(sql`
-      with inserted as (
-        insert into notification_outbox (id, org_id, user_id, event_id, delivery_id, channel_id, kind, status, attempts, due_at, created_at)
-        select ${idStem("msg", now)} || ${RANDOM_ID_TAIL}, s.org_id, s.user_id, ${eventId}, d.id, c.id, c.kind, 'pending', 0, ${at}, ${at}
-        ${deliveringSubscriptions(input.orgId, input.category, sql`join notification_deliveries d on d.event_id = ${eventId} and d.user_id = s.user_id`)}
+      with channels as (
+        select distinct c.id, c.org_id, c.user_id, c.kind ${deliveringSubscriptions(input.orgId, input.category)}
         and c.kind <> 'in_app'
+      ), inserted as (
+        insert into notification_outbox (id, org_id, user_id, event_id, delivery_id, channel_id, kind, status, attempts, due_at, created_at)
+        select ${idStem("msg", now)} || ${RANDOM_ID_TAIL}, ch.org_id, ch.user_id, ${eventId}, d.id, ch.id, ch.kind, 'pending', 0, ${at}, ${at}
+        from channels ch
+        join notification_deliveries d on d.event_id = ${eventId} and d.user_id = ch.user_id
         returning 1
       ) select count(*)::int as n from inserted`);
     return { eventId, recipients: rowsOf<{ n: number }>(feed)[0]!.n, sends: rowsOf<{ n: number }>(sends)[0]!.n };

@@ -33,6 +33,7 @@ import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
 import { readyCache } from "./build-cache";
 import { inside, type Plan, PlanError, planOf } from "./commands";
+import { createFailureDigest } from "./failure-reason";
 import { fetchGit } from "./git-source";
 import { JobAborted, JobFailure, type Step } from "./step";
 import { spawnProcess } from "./processes";
@@ -42,8 +43,6 @@ import type { JobContext } from "./store";
 import { extractArchive } from "./unpack";
 
 export { JobAborted, JobFailure } from "./step";
-
-const TAIL_LINES = 10;
 
 export const workDirOf = (root: string, deploymentId: string) => join(root, deploymentId);
 export const planPathOf = (workDir: string) => join(workDir, "plan.json");
@@ -68,6 +67,8 @@ export interface BuildDeps {
   cloneToken: (job: JobContext) => Promise<string | null>;
   /** A log line of this deployment (the caller masks secrets and batches). */
   log: (line: NewLogLine) => boolean;
+  /** The deployment's secret values masked in a text: a failure reason quotes the step's lines, and is cut to its size after that. */
+  mask: (text: string) => string;
   /** Lines skipped unread over the log limit. */
   skipped?: (deploymentId: string, lines: number) => void;
   sandbox: Sandbox;
@@ -102,7 +103,8 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
     if (signal.aborted) throw new JobAborted("aborted");
     system(`Running ${opts.shown ?? command}`);
     const t0 = Date.now();
-    const tail: string[] = [];
+    // Every line the step prints, lines over the log limit included: the reason quotes its first error lines and its last lines.
+    const output = createFailureDigest();
     const memoryMb = limits.memoryMb;
     const proc = spawnProcess({
       command,
@@ -112,8 +114,7 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
       jail: await deps.sandbox.jail({ name: `${d.id}.${++steps}`, uid: deps.uid, workDir, cacheDir: deps.cacheDir, limits }),
       secret: opts.secret,
       onLine: (stream, text) => {
-        tail.push(text);
-        if (tail.length > TAIL_LINES) tail.shift();
+        output.add(deps.mask(text));
         return line(stream === "stderr" ? "stderr" : "stdout", text);
       },
       onSkipped: (lines) => deps.skipped?.(d.id, lines),
@@ -156,10 +157,7 @@ export async function buildDeployment(job: JobContext, deps: BuildDeps, signal: 
     if (exit.error) throw new JobFailure("build", `${label} could not start: ${exit.error}`);
     const how = exit.code !== null ? `exit code ${exit.code}` : `signal ${exit.signal}`;
     system(`${how} in ${took}`);
-    if (exit.code !== 0) {
-      const last = tail.length ? `; last lines:\n${tail.join("\n")}` : "";
-      throw new JobFailure("build", `${label} failed (${how}): ${opts.shown ?? command}${last}`);
-    }
+    if (exit.code !== 0) throw new JobFailure("build", output.reason(`${label} failed (${how}): ${opts.shown ?? command}`));
   };
 
   rmSync(workDir, { recursive: true, force: true });

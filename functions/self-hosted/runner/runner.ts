@@ -13,9 +13,12 @@
  *   this runner's id are recorded → markReady (current; the previous current one
  *   is not) → the previous current app is stopped (grace period, then kill): the
  *   new one answers before the old one stops (zero downtime).
- * - Failures: install/build (and source) → failed + `build.failed`; start/health
- *   → failed + `deploy.failed`; the reason names the step, the exit code and the
- *   last lines. A failed or canceled deployment's work directory is removed; a
+ * - Failures: a deployment that does not go live → failed + one event:
+ *   `build.failed` (source, install, build; data.stage `build`), which the
+ *   fan-out delivers to `deploy.failed` subscribers too, once (categories.ts),
+ *   or `deploy.failed` (start, health; data.stage `start`). The reason names
+ *   the step, the exit code, the first error lines and the last lines
+ *   (failure-reason.ts). A failed or canceled deployment's work directory is removed; a
  *   ready one is kept (promote without a rebuild); superseded ready ones beyond
  *   the newest KEEP_SUPERSEDED (3) per environment are pruned (promoting one of
  *   those fails with a reason: redeploy it).
@@ -58,6 +61,7 @@ import type { RunnerSettings } from "../config";
 import type { Plan } from "./commands";
 import { createLogLimiter, REPORT_MS } from "./log-limit";
 import { cacheDirOf, makeCache, sweepCaches } from "./build-cache";
+import { createFailureDigest, type FailureDigest } from "./failure-reason";
 import { buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
 import type { Sandbox } from "./sandbox/sandbox";
 import { sandboxUidOf } from "./sandbox/uids";
@@ -98,8 +102,6 @@ export const POLL_MS = 2000;
 export const RECONCILE_MS = 5000;
 export const KEEP_SUPERSEDED = 3;
 const RENEW_MS = LEASE_MS / 3;
-/** Runtime lines kept per launching app, for a failed start's reason. */
-const TAIL_LINES = 10;
 
 export interface RunnerDeps {
   db: Db;
@@ -148,7 +150,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   const launching = new Set<string>();
   /** Secret values per deployment, masked in its lines. */
   const masks = new Map<string, string[]>();
-  const tails = new Map<string, string[]>();
+  /** The output of each app being launched, for a failed start's reason. */
+  const launchOutput = new Map<string, FailureDigest>();
   let started = false;
   let stopping = false;
   let pollTimer: ReturnType<typeof setInterval> | undefined;
@@ -173,24 +176,19 @@ export function createRunner(deps: RunnerDeps): Runner {
       return false;
     }
     const message = mask(line.deploymentId, line.message);
-    if (line.deploymentId && line.kind === "runtime") {
-      const tail = tails.get(line.deploymentId);
-      if (tail) {
-        tail.push(message);
-        if (tail.length > TAIL_LINES) tail.shift();
-      }
-    }
+    // The app's own output; the supervisor's lines say what the reason's headline says.
+    if (line.deploymentId && line.kind === "runtime" && line.stream !== "system") launchOutput.get(line.deploymentId)?.add(message);
     deps.writer.write({ ...line, message });
     return true;
   };
   const system = (d: Pick<DeploymentRow, "id" | "orgId" | "projectId">, kind: "build" | "runtime", message: string) =>
     log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind, stream: "system", at: now(), message });
 
-  const emit = async (d: DeploymentRow, category: string, title: string, message: string) => {
+  const emit = async (d: DeploymentRow, category: string, title: string, message: string, more: Record<string, unknown> = {}) => {
     try {
       await emitNotificationEvent(
         db,
-        { orgId: d.orgId, category, title, message, projectId: d.projectId, data: { deploymentId: d.id, environmentId: d.environmentId } },
+        { orgId: d.orgId, category, title, message, projectId: d.projectId, data: { deploymentId: d.id, environmentId: d.environmentId, ...more } },
         now(),
       );
       deps.wakeDeliveries();
@@ -282,21 +280,21 @@ export function createRunner(deps: RunnerDeps): Runner {
     };
   };
 
-  /** Starts the app; resolves with its port, or throws JobFailure("deploy") with the reason and the last lines. */
+  /** Starts the app; resolves with its port, or throws JobFailure("deploy") with the reason, the app's first error lines and its last lines. */
   const launch = async (job: JobContext, plan: Plan, signal?: AbortSignal): Promise<number> => {
     const id = job.d.id;
     launching.add(id);
-    tails.set(id, []);
+    const output = createFailureDigest();
+    launchOutput.set(id, output);
     try {
       const app = await supervisor.launch(await appSpecOf(job, plan), { signal });
       return app.port;
     } catch (e) {
       if (signal?.aborted) throw new JobAborted("aborted");
-      const tail = tails.get(id) ?? [];
-      throw new JobFailure("deploy", `start failed: ${(e as Error).message}${tail.length ? `; last lines:\n${tail.join("\n")}` : ""}`);
+      throw new JobFailure("deploy", output.reason(`start failed: ${(e as Error).message}`));
     } finally {
       launching.delete(id);
-      tails.delete(id);
+      launchOutput.delete(id);
     }
   };
 
@@ -327,6 +325,7 @@ export function createRunner(deps: RunnerDeps): Runner {
           // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
           cloneToken: (j) => cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy),
           log,
+          mask: (text) => mask(id, text),
           skipped: (id, lines) => limiter.skipped(id, lines),
         },
         abort.signal,
@@ -375,8 +374,9 @@ export function createRunner(deps: RunnerDeps): Runner {
       await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
       if (failed) {
         const name = job?.project.name ?? failed.projectId;
-        if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`);
-        else await emit(failed, "deploy.failed", "Deploy failed", `${name}: ${reason}`);
+        // One event either way: a build.failed reaches deploy.failed subscribers too (categories.ts).
+        if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`, { stage: "build" });
+        else await emit(failed, "deploy.failed", "Deploy failed", `${name}: ${reason}`, { stage: "start" });
       }
     } finally {
       clearInterval(renew);

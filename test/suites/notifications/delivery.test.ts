@@ -112,6 +112,29 @@ describe("notification delivery", () => {
     expect(receiver.recorder.hits).toHaveLength(1);
   });
 
+  it("sends a build.failed once to a channel subscribed to it and to deploy.failed, without terminal escapes", async () => {
+    const { t, receiver, c } = await webhookSetup();
+    await expectStatus(await send("PUT", t.token, "/subscriptions", { category: "build.failed", channelId: c.id, enabled: true }), 200);
+    const esc = "\u001b";
+    const result = await emit(t, {
+      category: "build.failed",
+      title: "Build failed",
+      message: `web: build failed (exit code 1): npm run build; first error lines:\n${esc}[31m[PARSE_ERROR] Unexpected token${esc}[39m`,
+      data: { stage: `${esc}[1mbuild${esc}[22m` },
+    });
+    expect(result).toMatchObject({ recipients: 1, sends: 1 });
+    await env.settle(t.orgId);
+    expect(receiver.recorder.hits).toHaveLength(1);
+    const hit = receiver.recorder.hits[0]!;
+    expect(hit.body).not.toContain(esc);
+    expect(hit.body).not.toMatch(/\\u001b/i);
+    expect(JSON.parse(hit.body).data).toMatchObject({
+      category: "build.failed",
+      message: "web: build failed (exit code 1): npm run build; first error lines:\n[PARSE_ERROR] Unexpected token",
+      data: { stage: "build" },
+    });
+  });
+
   it("verifies with the generated secret shown once on create", async () => {
     const t = await seedTenant(h);
     const receiver = await env.receiver();

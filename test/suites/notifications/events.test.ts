@@ -13,22 +13,26 @@ describe("notifications: events", () => {
     const t = await seedTenant(h);
     const yes = await seedMember(h, t.orgId, "member");
     const unsubscribed = await seedMember(h, t.orgId, "viewer");
+    const deployFailedOnly = await seedMember(h, t.orgId, "viewer");
     const disabledChannel = await seedMember(h, t.orgId, "member");
     const outsider = await seedTenant(h);
 
-    const sub = (await subscriptions(unsubscribed)).find((s) => s.category === "build.failed")!;
-    await expectBody(
-      await send("PUT", unsubscribed.token, "/subscriptions", { category: "build.failed", channelId: sub.channelId, enabled: false }),
-      200,
-      SubscriptionSchema,
-    );
+    const disable = async (m: typeof t, category: string) => {
+      const sub = (await subscriptions(m)).find((s) => s.category === category)!;
+      await expectBody(await send("PUT", m.token, "/subscriptions", { category, channelId: sub.channelId, enabled: false }), 200, SubscriptionSchema);
+    };
+    // A build failure is a deployment that failed: "Deploy failed" alone hears of it; neither category, nothing.
+    await disable(unsubscribed, "build.failed");
+    await disable(unsubscribed, "deploy.failed");
+    await disable(deployFailedOnly, "build.failed");
     const bell = await inApp(disabledChannel);
     await expectBody(await send("PATCH", disabledChannel.token, `/channels/${bell.id}`, { enabled: false }), 200, ChannelSchema);
 
     const result = await emit(t, { category: "build.failed", title: "Build 42 failed", message: "exit code 1", projectId: "prj_1", data: { build: 42 } });
-    expect(result).toMatchObject({ recipients: 2, sends: 0 });
+    expect(result).toMatchObject({ recipients: 3, sends: 0 });
     expect(result.eventId).toMatch(/^nevt_/);
-    for (const m of [t, yes]) expect((await expectStatus(await get(m.token, "/deliveries/unseen-count"), 200)).count).toBe(1);
+    // Subscribed to both categories (the defaults): told once.
+    for (const m of [t, yes, deployFailedOnly]) expect((await expectStatus(await get(m.token, "/deliveries/unseen-count"), 200)).count).toBe(1);
     for (const m of [unsubscribed, disabledChannel, outsider]) expect((await expectStatus(await get(m.token, "/deliveries/unseen-count"), 200)).count).toBe(0);
 
     const entry = (await expectStatus(await get(yes.token, "/deliveries"), 200)).items[0];
@@ -46,6 +50,32 @@ describe("notifications: events", () => {
 
     // A category nobody subscribes to by default reaches nobody.
     expect(await emit(t, { category: "deploy.succeeded", title: "shipped" })).toMatchObject({ recipients: 0, sends: 0 });
+  });
+
+  it("deploy.failed does not reach a build.failed-only subscriber; terminal escapes are not stored", async () => {
+    const t = await seedTenant(h);
+    const buildsOnly = await seedMember(h, t.orgId, "member");
+    const sub = (await subscriptions(buildsOnly)).find((s) => s.category === "deploy.failed")!;
+    await expectBody(
+      await send("PUT", buildsOnly.token, "/subscriptions", { category: "deploy.failed", channelId: sub.channelId, enabled: false }),
+      200,
+      SubscriptionSchema,
+    );
+    const esc = "\u001b";
+    const result = await emit(t, {
+      category: "deploy.failed",
+      title: `${esc}[1mDeploy failed${esc}[22m`,
+      message: `start failed:\n${esc}[31mError: listen EADDRINUSE${esc}[39m ${esc}]8;;https://x.test\u0007link${esc}]8;;\u0007`,
+      data: { reason: `${esc}[33mwarn${esc}[0m`, nested: [{ line: `a${esc}b` }] },
+    });
+    expect(result).toMatchObject({ recipients: 1 });
+    expect((await expectStatus(await get(buildsOnly.token, "/deliveries/unseen-count"), 200)).count).toBe(0);
+    const entry = (await expectStatus(await get(t.token, "/deliveries"), 200)).items[0];
+    expect(entry).toMatchObject({
+      title: "Deploy failed",
+      message: "start failed:\nError: listen EADDRINUSE link",
+      data: { reason: "warn", nested: [{ line: "a" }] },
+    });
   });
 
   it("a removed member is not told", async () => {
