@@ -37,6 +37,7 @@ import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
 import { createRunner, type Runner } from "./runner/runner";
+import { forgetPorts } from "./runner/store";
 import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./runner/sandbox/sandbox";
 import { createSupervisor } from "./runner/supervisor";
 import { relayRouter } from "./uploads/relay";
@@ -135,6 +136,8 @@ export async function createNodeServices(
       })
     : undefined;
 
+  // Before the edge loads its routes: the apps of this runner's previous run are gone, their ports may be another process's now.
+  if (runner) await forgetPorts(database.db, runnerSettings.id);
   // The edge's route table, reloaded per project on the database's workspace_edge notifications.
   const routeTable = await createRouteTable({ db: database.db, sharedDomain: config.sharedDomain, logger });
   // A project's routes changed: the table reloads it, and the runner reconciles (a promote, a wake, a sleep mode change made through any process).
