@@ -23,6 +23,15 @@ const ANSI = new RegExp(
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /**
+ * Text of several lines from a terminal (a failure reason) in plain text: escapes and control
+ * characters removed, its line breaks and tabs kept.
+ * @param {string} text
+ */
+export function withoutEscapes(text) {
+  return text.replace(ANSI, "").replace(CONTROL, "");
+}
+
+/**
  * The line as a terminal would leave it, in plain text: escapes removed, and for a line
  * redrawn with carriage returns (progress bars) only what was written last.
  * @param {string} message

@@ -11,7 +11,7 @@ import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, field, showProblem } from "./forms.js";
 import { rowActions } from "./deployments-actions.js";
-import { logRegion } from "./deployments-log.js";
+import { logRegion, withoutEscapes } from "./deployments-log.js";
 import { followStream } from "./deployments-stream.js";
 import { statusBadge } from "./projects.js";
 
@@ -99,7 +99,7 @@ export async function deploymentsPage(main, ctx, projectId) {
       onState: (state, detail) => build.setStatus(streamState(state, detail, "build log")),
       onEnd: (end) => {
         build.setStatus(
-          end.failureReason ? `Build finished: ${end.status}. ${end.failureReason}` : `Build finished: ${end.status}. The stream has ended.`,
+          end.failureReason ? `Build finished: ${end.status}. ${withoutEscapes(end.failureReason)}` : `Build finished: ${end.status}. The stream has ended.`,
           end.status === "ready" ? "ok" : "error",
         );
         // Its row may still show the state it had when the list was read.
@@ -296,7 +296,7 @@ function historySection(base, opts) {
 
   /** @param {Deployment[]} items */
   const addRows = (items) => {
-    for (const d of items) body.append(row(d, opts, opts.canWrite ? rowActions(d, { error: refusals.get(d.id), done, refused }) : null));
+    for (const d of items) body.append(...rows(d, opts, opts.canWrite ? rowActions(d, { error: refusals.get(d.id), done, refused }) : null));
   };
   /** @param {string | null} from */
   const load = async (from) => {
@@ -344,8 +344,14 @@ function historySection(base, opts) {
   };
 }
 
-/** @param {Deployment} d @param {HistoryOptions} opts @param {HTMLElement | null} actions */
-function row(d, opts, actions) {
+/**
+ * A deployment's row, and for a failure reason that quotes output lines a second row under it
+ * spanning the table: the lines behind a disclosure, so a 1 KB reason neither makes the row
+ * tall nor squeezes into the status column.
+ * @param {Deployment} d @param {HistoryOptions} opts @param {HTMLElement | null} actions
+ * @returns {HTMLElement[]}
+ */
+function rows(d, opts, actions) {
   const when = (/** @type {string | null} */ at) => (at ? new Date(at).toLocaleString() : "—");
   const choose = h(
     "button",
@@ -357,16 +363,15 @@ function row(d, opts, actions) {
     opts.onChoose(d);
     document.getElementById("build-log-heading")?.scrollIntoView({ block: "start" });
   });
-  return h(
-    "tr",
-    { "data-deployment": d.id },
+  const reason = d.failureReason ? splitReason(d.failureReason) : null;
+  const cells = [
     h("th", { scope: "row" }, h("code", {}, d.id), d.current ? h("span", { class: "badge current" }, "current") : null),
     h(
       "td",
       {},
       statusBadge(d.status),
       d.crashedAt ? h("span", { class: "sub" }, `crashed ${when(d.crashedAt)}`) : null,
-      d.failureReason ? h("span", { class: "failure" }, d.failureReason) : null,
+      reason ? h("span", { class: "failure" }, reason.headline) : null,
     ),
     h("td", {}, d.environment),
     h("td", {}, sourceOf(d)),
@@ -374,7 +379,45 @@ function row(d, opts, actions) {
     h("td", {}, when(d.finishedAt)),
     h("td", {}, choose),
     actions ? h("td", {}, actions) : null,
+  ].filter((cell) => cell !== null);
+  const main = h("tr", { "data-deployment": d.id, class: reason?.lines ? "with-output" : null }, cells);
+  if (!reason?.lines) return [main];
+  const output = h(
+    "tr",
+    { class: "failure-output" },
+    h(
+      "td",
+      { colspan: String(cells.length) },
+      h(
+        "details",
+        {},
+        h("summary", {}, "Output quoted in the failure reason", h("span", { class: "visually-hidden" }, ` of ${d.id}`)),
+        // Focusable: a long output scrolls inside it, and the keyboard must reach that too.
+        h("pre", { tabindex: "0" }, reason.lines),
+      ),
+    ),
   );
+  return [main, output];
+}
+
+/**
+ * A failure reason (escapes removed, for reasons stored before the runner removed them): its
+ * first line without the label of the lines it quotes (`…; first error lines:`), and those lines
+ * with that label, if any.
+ * @param {string} reason
+ * @returns {{headline: string, lines: string | null}}
+ */
+function splitReason(reason) {
+  const text = withoutEscapes(reason);
+  const end = text.indexOf("\n");
+  if (end === -1) return { headline: text, lines: null };
+  const first = text.slice(0, end);
+  const label = first.lastIndexOf("; ");
+  const quoted = label !== -1 && first.endsWith(":");
+  return {
+    headline: quoted ? first.slice(0, label) : first,
+    lines: quoted ? `${first.slice(label + 2)}\n${text.slice(end + 1)}` : text.slice(end + 1),
+  };
 }
 
 /** @param {Deployment} d */

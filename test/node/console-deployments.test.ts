@@ -8,7 +8,8 @@
  * (the streams send X-Organization-Id), axe and screenshots at 1280 and 375 px. Row actions:
  * a queued deployment canceled, an older ready one promoted after the confirmation step (the
  * API shows it current), a 409 (its build pruned meanwhile) shown on its row, and a viewer
- * without either button.
+ * without either button. A long failure reason (escapes removed, its quoted lines behind a
+ * disclosure) wraps instead of widening the table.
  */
 import { and, eq } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -18,7 +19,7 @@ import { addMember } from "../../functions/identity/store";
 import { appendLogLines, type LogKind, type LogStream } from "../../functions/logs/store";
 import { deployments, environments } from "../../shared/db/schema";
 import { sseSettings } from "../../shared/http/sse";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, WIDTHS, watchPageErrors } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -181,6 +182,48 @@ describe("deployments page", () => {
     await writeLines(target, "runtime", ["still serving"]);
     await poll(() => runtimeLog(page).textContent()).toContain("still serving");
     await expectAccessible(page, "deployments-build-ended");
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a long failure reason without escapes, its quoted lines behind a disclosure, wrapped: the table never widens", async () => {
+    const project = (await api(owner, "POST", "/projects", { name: "reasons" }, 201)).id;
+    const d = await seedBuilding(project, "c".repeat(40));
+    const esc = "\u001b";
+    // As the runner composes it (about 1 KB), with a long unbroken path, and escapes as a reason stored before they were removed.
+    const reason = [
+      `build failed (exit code 1): npm run build; first error lines:`,
+      `${esc}[31m[PARSE_ERROR] Unexpected token${esc}[39m`,
+      `   ╭─[ src/main.js:61:17 ]`,
+      `/app/node_modules/${"very-long-package-name/".repeat(12)}dist/index.mjs`,
+      "last lines:",
+      ...Array.from({ length: 8 }, (_, i) => `    at frame${i} (file:///app/node_modules/rolldown/dist/shared/src-${i}.mjs:${100 + i}:3)`),
+    ].join("\n");
+    await markStatus(server.harness.db, d.id, "failed", new Date(), reason);
+    const { page, errors } = await openAs(owner, `#/projects/${project}/deployments`);
+    const row = page.locator(`tr[data-deployment="${d.id}"]`);
+    await poll(() => row.locator(".failure").textContent()).toBe("build failed (exit code 1): npm run build");
+    const output = page.locator(`tr[data-deployment="${d.id}"] + tr.failure-output`);
+    expect(await output.locator("pre").isVisible()).toBe(false);
+    await output.getByText("Output quoted in the failure reason").click();
+    await poll(() => output.locator("pre").textContent()).toMatch(/^first error lines:\n\[PARSE_ERROR\] Unexpected token\n {3}╭─\[ src\/main\.js:61:17 \]\n/);
+    expect(await output.locator("pre").textContent()).toContain("last lines:\n    at frame0");
+    expect(await page.locator("table.deployments").textContent()).not.toContain(esc);
+    // The reason wraps: at either width the table is exactly as wide as without it (at its narrowest it scrolls inside its wrapper, never the page).
+    for (const size of [WIDTHS.desktop, WIDTHS.phone]) {
+      await page.setViewportSize(size);
+      const { withReason, without } = await page.evaluate(() => {
+        const width = () => document.querySelector("table.deployments")!.getBoundingClientRect().width;
+        const parts = Array.from(document.querySelectorAll<HTMLElement>("table.deployments .failure, tr.failure-output"));
+        const withReason = width();
+        for (const part of parts) part.style.display = "none";
+        const without = width();
+        for (const part of parts) part.style.display = "";
+        return { withReason, without };
+      });
+      expect(withReason, `at ${size.width} px`).toBe(without);
+    }
+    await page.setViewportSize(WIDTHS.desktop);
+    await expectAccessible(page, "deployments-failure-reason");
     expect(errors).toEqual([]);
   });
 
