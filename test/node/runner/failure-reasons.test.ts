@@ -4,7 +4,7 @@
  * with a reason that names the step and exit code and quotes the `file:line:col`
  * line, without an escape byte; a member subscribed to "Deploy failed" only (a
  * webhook to a loopback receiver) hears of that broken build, once, and the
- * payload carries no escape either. An app that dies before answering fails
+ * payload carries no escape (nor the secret the build printed) either. An app that dies before answering fails
  * with its own error line in the reason and a `deploy.failed`.
  */
 import { describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ import { startHttpReceiver } from "../../support/receivers";
 import { sandboxApps, sleep, useSandboxServer } from "../../support/sandbox-apps";
 
 const ESC = "\u001b";
+const CANARY = "canary-token-5f2a9c81e7";
 
 /** What rolldown-vite prints for a syntax error in src/main.js (coloured), then 30 stack frames; exits 1. */
 const VITE_LIKE_BUILD = `
@@ -23,7 +24,7 @@ console.log(E + "[36mvite v7.1.0 " + E + "[32mbuilding for production..." + E + 
 console.log("transforming...");
 console.log(E + "[32m✓" + E + "[39m 3 modules transformed.");
 console.error(red("✗") + " Build failed in 41ms");
-console.error(red("error during build:"));
+console.error(red("error during build:") + " (token " + process.env.API_TOKEN + ")");
 console.error(red(E + "[1m[PARSE_ERROR]" + E + "[22m Unexpected token"));
 console.error("   " + E + "[38;5;246m╭─[" + E + "[0m src/main.js:61:17 " + E + "[38;5;246m]" + E + "[0m");
 console.error(E + "[38;5;246m61 │" + E + "[0m   const total = items.reduce((a, b) => a + b, 0;");
@@ -70,7 +71,7 @@ describe.each(["postgres", "pglite"] as const)("failure reasons and events (%s)"
     const { projectId, deployment } = await a.uploadDeploy(
       t,
       { "build.js": VITE_LIKE_BUILD, "server.js": "require('node:http').createServer((q, r) => r.end('ok')).listen(process.env.PORT);" },
-      { options: { buildCommand: "node build.js", startCommand: "node server.js" } },
+      { options: { buildCommand: "node build.js", startCommand: "node server.js" }, vars: [{ key: "API_TOKEN", value: CANARY, isSecret: true }] },
     );
     cleanups.push(() => a.retire(t, projectId));
     const d = await a.settle(t, deployment.id);
@@ -81,6 +82,9 @@ describe.each(["postgres", "pglite"] as const)("failure reasons and events (%s)"
     expect(reason).toContain("src/main.js:61:17");
     expect(reason).not.toContain(ESC);
     expect(Buffer.byteLength(reason)).toBeLessThanOrEqual(1024);
+    // A secret the build printed is masked in the lines quoted.
+    expect(reason).toContain("error during build: (token ••••••••)");
+    expect(reason).not.toContain(CANARY);
     // The stored log keeps the lines as printed.
     expect((await a.lines(d.id)).text).toContain(`${ESC}[1m[PARSE_ERROR]`);
 
@@ -91,6 +95,7 @@ describe.each(["postgres", "pglite"] as const)("failure reasons and events (%s)"
     const body = receiver.recorder.hits[0]!.body;
     expect(body).not.toContain(ESC);
     expect(body).not.toMatch(/\\u001b/i);
+    expect(body).not.toContain(CANARY);
     const payload = JSON.parse(body);
     expect(payload.type).toBe("build.failed");
     expect(payload.data.message).toContain("src/main.js:61:17");
