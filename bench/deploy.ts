@@ -150,6 +150,8 @@ async function openServer(
       OUTBOUND_ALLOW_PRIVATE: "true",
       LOG_LEVEL: "silent",
       STOP_GRACE: "1s",
+      // The pipeline's own time is measured: the smoke window is a deliberate wait on top of it (README, Deployments).
+      SMOKE_WINDOW: "0s",
       ...env,
     }),
     () => {},

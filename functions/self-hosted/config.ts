@@ -47,6 +47,7 @@ const EnvSchema = z.object({
   BUILD_TIMEOUT: z.string().default("15m"),
   HEALTH_TIMEOUT: z.string().default("60s"),
   STOP_GRACE: z.string().default("10s"),
+  SMOKE_WINDOW: z.string().default("10s"),
   SLEEP_AFTER: z.string().default("15m"),
   RUNNER_SANDBOX: z.enum(["on", "off"], { message: "RUNNER_SANDBOX must be on or off" }).default("on"),
   RUNNER_UID_RANGE: z
@@ -89,6 +90,8 @@ export function parseDuration(name: string, raw: string, bounds: { minMs: number
  * - BUILD_TIMEOUT (default 15m): source + install + build; past it the build's process group is killed and the deployment fails.
  * - HEALTH_TIMEOUT (default 60s): how long a started app has to answer HTTP on its PORT.
  * - STOP_GRACE (default 10s): SIGTERM to SIGKILL when an app is stopped (replaced, server stop).
+ * - SMOKE_WINDOW (default 10s): how long a new app must stay up (no crash, health check still passing) after it
+ *   first passed its health check before its deployment is ready; 0 turns the window off.
  * - RUNNER_SANDBOX (on|off, default on), RUNNER_UID_RANGE (default 200000-299999), RUNNER_PIDS_MAX (default 256),
  *   RUNNER_NOFILE (default 4096): the sandbox every step and app runs in (runner/sandbox/sandbox.ts).
  * - RUNNER_LOG_RATE (default 1000): build and runtime lines stored per second per deployment (bursts up to 2x); the rest are dropped and counted.
@@ -102,6 +105,8 @@ export interface RunnerSettings {
   buildTimeoutMs: number;
   healthTimeoutMs: number;
   stopGraceMs: number;
+  /** SMOKE_WINDOW: a new app stays up this long after its first health check before it is ready (0: no window). */
+  smokeWindowMs: number;
   /** SLEEP_AFTER: an `auto_sleep` app without a request for this long is stopped until the next one. */
   sleepAfterMs: number;
   id: string;
@@ -259,6 +264,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     buildTimeoutMs: parseDuration("BUILD_TIMEOUT", e.BUILD_TIMEOUT, { minMs: 1000, maxMs: 24 * 3_600_000 }),
     healthTimeoutMs: parseDuration("HEALTH_TIMEOUT", e.HEALTH_TIMEOUT, { minMs: 1000, maxMs: 3_600_000 }),
     stopGraceMs: parseDuration("STOP_GRACE", e.STOP_GRACE, { minMs: 0, maxMs: 600_000 }),
+    smokeWindowMs: parseDuration("SMOKE_WINDOW", e.SMOKE_WINDOW, { minMs: 0, maxMs: 600_000 }),
     sleepAfterMs: parseDuration("SLEEP_AFTER", e.SLEEP_AFTER, { minMs: 1000, maxMs: 30 * 24 * 3_600_000 }),
     id: e.RUNNER_ID ?? `${hostname()}:${createHash("sha256").update(resolve(e.DATA_DIR)).digest("hex").slice(0, 12)}`,
     sandbox: {

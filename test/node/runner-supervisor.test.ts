@@ -25,13 +25,14 @@ afterEach(async () => {
 });
 
 let counter = 0;
-function setup(options: { healthTimeoutMs?: number; stopGraceMs?: number; restart?: RestartPolicy } = {}) {
+function setup(options: { healthTimeoutMs?: number; stopGraceMs?: number; restart?: RestartPolicy; smokeWindowMs?: number } = {}) {
   const lines: NewLogLine[] = [];
   const restarts: { attempt: number; reason: string }[] = [];
   const giveUps: string[] = [];
   const deps: SupervisorDeps = {
     log: (line) => lines.push(line) > 0,
     healthTimeoutMs: options.healthTimeoutMs ?? 15_000,
+    smokeWindowMs: options.smokeWindowMs,
     stopGraceMs: options.stopGraceMs ?? 1000,
     onRestart: (_spec, attempt, reason) => restarts.push({ attempt, reason }),
     onGiveUp: (_spec, reason) => giveUps.push(reason),
@@ -44,7 +45,7 @@ function setup(options: { healthTimeoutMs?: number; stopGraceMs?: number; restar
   return { supervisor, lines, restarts, giveUps, pids };
 }
 
-function appSpec(processes: Partial<ProcessSpec>[], extra: { memoryMb?: number } = {}): AppSpec {
+function appSpec(processes: Partial<ProcessSpec>[], extra: { memoryMb?: number; healthPath?: string } = {}): AppSpec {
   counter += 1;
   return {
     deploymentId: `dep-${counter}`,
@@ -53,6 +54,7 @@ function appSpec(processes: Partial<ProcessSpec>[], extra: { memoryMb?: number }
     environmentId: "env-1",
     kind: "processes",
     memoryMb: extra.memoryMb,
+    healthPath: extra.healthPath,
     processes: processes.map((p, i) => ({
       name: i === 0 ? "web" : `svc${i}`,
       command: nodeCommand("http-app.mjs"),
@@ -124,6 +126,32 @@ describe("supervisor: launch", () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(750);
     expect(isAlive(pids()[0]!)).toBe(false);
     expect(supervisor.running()).toEqual([]);
+  });
+
+  it("with a healthCheckPath, needs a 2xx or 3xx answer there: a 503 fails after the health timeout; without one any answer to / passes", async () => {
+    const { supervisor, pids } = setup({ healthTimeoutMs: 1000 });
+    const sick = supervisor.launch(appSpec([{ env: baseEnv({ FAIL_PATH: "/healthz" }) }], { healthPath: "/healthz" }));
+    await expect(sick).rejects.toThrow(/^the app did not answer a 2xx or 3xx answer to GET \/healthz on PORT \d+ within 1 s/);
+    expect(isAlive(pids()[0]!)).toBe(false);
+    const fine = await supervisor.launch(appSpec([{ env: baseEnv({ FAIL_PATH: "/healthz" }) }], { healthPath: "/ready" }));
+    expect((await get(fine.port)).path).toBe("/");
+    const any = await supervisor.launch(appSpec([{ env: baseEnv({ FAIL_PATH: "/" }) }]));
+    expect(any.port).toBeGreaterThan(0);
+  });
+
+  it("a smoke window: an app that crashes after answering, within the window, fails the launch saying so; one that stays up resolves after it", async () => {
+    const { supervisor, pids } = setup({ smokeWindowMs: 1500 });
+    const t0 = Date.now();
+    const crashing = supervisor.launch(appSpec([{ env: baseEnv({ CRASH_AFTER_MS: "600" }) }]));
+    await expect(crashing).rejects.toThrow(/^the app exited with code 3 0\.\d s after it first answered, within the smoke window \(SMOKE_WINDOW, 1\.5 s\)$/);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(isAlive(pids()[0]!)).toBe(false);
+    expect(supervisor.running()).toEqual([]);
+
+    const t1 = Date.now();
+    const steady = await supervisor.launch(appSpec([{}]));
+    expect(Date.now() - t1).toBeGreaterThanOrEqual(1500);
+    expect(supervisor.running().map((a) => a.deploymentId)).toEqual([steady.deploymentId]);
   });
 
   it("stops and rejects when the signal aborts during the launch, leaving no process", async () => {

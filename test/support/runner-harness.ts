@@ -57,6 +57,8 @@ export function runnerTestSettings(opts: { dataDir: string; gitUrl: string }): R
     BUILD_TIMEOUT: "60s",
     HEALTH_TIMEOUT: "20s",
     STOP_GRACE: "1s",
+    // Tests that need the smoke window set their own.
+    SMOKE_WINDOW: "0s",
   };
 }
 

@@ -43,6 +43,8 @@ export function useSelfHostedServer(prefix: string, env: Record<string, string> 
       BUILD_TIMEOUT: "60s",
       HEALTH_TIMEOUT: "20s",
       STOP_GRACE: "1s",
+      // Tests that need the smoke window set their own.
+      SMOKE_WINDOW: "0s",
       ...env,
     });
     s.server = await startSelfHosted(config, () => {});

@@ -201,6 +201,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     log,
     skipped: (id, lines) => limiter.skipped(id, lines),
     healthTimeoutMs: settings.healthTimeoutMs,
+    smokeWindowMs: settings.smokeWindowMs,
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
     // Its port was taken while it was down: the route follows it (edges reload on the row's change).

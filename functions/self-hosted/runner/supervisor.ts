@@ -6,11 +6,16 @@
  *   limit) with `PORT=<port>` added for the http one, and streams their output as
  *   `runtime` lines (stream stdout/stderr, `fields.process` = the process name);
  *   its own messages (started, exited, restarting, gave up) are `system` lines.
- *   `launch` resolves once `GET http://127.0.0.1:<port>/` gets any answer (polled
- *   every HEALTH_FAST_POLL_MS for the first 2 s, then every HEALTH_POLL_MS, each attempt at most HEALTH_ATTEMPT_MS), and rejects
- *   after stopping what it started if a process exits first (any process: a
- *   compose service that exits during the launch fails it too), if the health
- *   timeout passes, or if the signal aborts.
+ *   The health check: `GET http://127.0.0.1:<port><healthPath>` (polled every
+ *   HEALTH_FAST_POLL_MS for the first 2 s, then every HEALTH_POLL_MS, each
+ *   attempt at most HEALTH_ATTEMPT_MS) passes on any answer to `/` when the
+ *   project sets no healthCheckPath, on a 2xx or 3xx answer when it does. Then
+ *   the smoke window (`smokeWindowMs`, SMOKE_WINDOW): the app must not exit
+ *   and must still pass the check at its end. `launch` resolves after that,
+ *   and rejects after stopping what it started if a process exits first (any
+ *   process: a compose service that exits during the launch fails it too), if
+ *   the health timeout passes, if the check fails at the end of the window, or
+ *   if the signal aborts.
  * - `static`: serves the directory with static-server.ts on a free loopback port
  *   and resolves at once.
  * - After the launch, a process that exits on its own is a crash: what it left in
@@ -37,6 +42,8 @@ export const HEALTH_POLL_MS = 100;
 export const HEALTH_FAST_POLL_MS = 10;
 export const HEALTH_FAST_MS = 2_000;
 export const HEALTH_ATTEMPT_MS = 1000;
+/** At the end of the smoke window the check must pass again within this. */
+export const SMOKE_RECHECK_MS = 2000;
 export const DEFAULT_RESTART_POLICY = { baseDelayMs: 1000, maxDelayMs: 30_000, maxRestarts: 5, windowMs: 10 * 60_000 };
 
 interface ProcState {
@@ -57,6 +64,8 @@ interface AppState {
   stopDiskWatch?: () => void;
   /** Set while launching: fails the launch with a reason. */
   failLaunch?: (reason: string) => void;
+  /** When it first passed its health check (the smoke window runs from there), while launching. */
+  answeredAt?: number;
   stopped?: Promise<void>;
 }
 
@@ -127,7 +136,11 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     const what = `${who(app, proc)} ${describeExit(exit, app.spec.memoryMb)}`;
     line(app, "system", `${proc.spec.name} ${describeExit(exit, app.spec.memoryMb)}`, proc.spec.name);
     if (!app.launched) {
-      app.failLaunch?.(`${what} before answering on PORT ${app.port}`);
+      app.failLaunch?.(
+        app.answeredAt === undefined
+          ? `${what} before answering on PORT ${app.port}`
+          : `${what} ${formatDuration(Date.now() - app.answeredAt)} after it first answered, within the smoke window (SMOKE_WINDOW, ${formatDuration(deps.smokeWindowMs ?? 0)})`,
+      );
       return;
     }
     // What the process left behind in its group could hold the port: end it first.
@@ -243,8 +256,9 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     failed.catch(() => {});
     app.failLaunch = (reason) => {
       app.failLaunch = undefined;
-      health.abort();
+      // Rejected before the waits are aborted: a race with `failed` then settles on this reason, not on an aborted wait.
       rejectLaunch(new Error(reason));
+      health.abort();
     };
     const onAbort = () => app.failLaunch?.("the launch was canceled");
     options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -252,13 +266,26 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       if (app.stopping) throw new Error("the app was stopped before it answered");
       await Promise.all(app.procs.map((proc) => start(app, proc)));
       const seconds = formatDuration(deps.healthTimeoutMs);
-      await Promise.race([waitForHttp(app.port, deps.healthTimeoutMs, health.signal), failed]).then((answered) => {
+      const check = { path: spec.healthPath ?? "/", strict: spec.healthPath !== undefined };
+      const shown = check.strict ? `a 2xx or 3xx answer to GET ${check.path}` : "HTTP";
+      await Promise.race([waitForHttp(app.port, check, deps.healthTimeoutMs, health.signal), failed]).then((answered) => {
         if (!answered)
           throw new Error(
-            `the app did not answer HTTP on PORT ${app.port} within ${seconds} (it must listen on the port given in the PORT environment variable)`,
+            `the app did not answer ${shown} on PORT ${app.port} within ${seconds} (it must listen on the port given in the PORT environment variable)`,
           );
       });
       if (app.stopping) throw new Error("the app was stopped before it answered");
+      const smokeMs = deps.smokeWindowMs ?? 0;
+      if (smokeMs > 0) {
+        // Live only once it stayed up: a crash here fails the launch (onExit), and the previous app was never stopped.
+        app.answeredAt = Date.now();
+        line(app, "system", `Answering on port ${app.port}; it must stay up for ${formatDuration(smokeMs)} (SMOKE_WINDOW) before it goes live`);
+        await Promise.race([abortableSleep(smokeMs, health.signal), failed]);
+        const still = await Promise.race([waitForHttp(app.port, check, SMOKE_RECHECK_MS, health.signal), failed]);
+        if (!still)
+          throw new Error(`the app stopped answering ${shown} on PORT ${app.port} within the smoke window (SMOKE_WINDOW, ${formatDuration(smokeMs)})`);
+        if (app.stopping) throw new Error("the app was stopped before it went live");
+      }
       app.failLaunch = undefined;
       app.launched = true;
       line(app, "system", `Answering HTTP on port ${app.port}`);
@@ -312,15 +339,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls until an HTTP request to the port gets any answer (true), the time is up or the signal aborts (false). */
-async function waitForHttp(port: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+/** The health check: any answer to `path`, or (strict: a healthCheckPath was set) a 2xx or 3xx one. */
+interface HealthCheck {
+  path: string;
+  strict: boolean;
+}
+
+/** Polls until the health check passes (true), the time is up or the signal aborts (false). */
+async function waitForHttp(port: number, check: HealthCheck, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
   const begun = Date.now();
   const deadline = begun + timeoutMs;
   while (!signal.aborted) {
     const left = deadline - Date.now();
     if (left <= 0) return false;
     const started = Date.now();
-    if (await answers(port, Math.min(HEALTH_ATTEMPT_MS, left), signal)) return true;
+    if (await answers(port, check, Math.min(HEALTH_ATTEMPT_MS, left), signal)) return true;
     const interval = started - begun < HEALTH_FAST_MS ? HEALTH_FAST_POLL_MS : HEALTH_POLL_MS;
     const wait = Math.min(interval - (Date.now() - started), deadline - Date.now());
     if (wait > 0) await abortableSleep(wait, signal);
@@ -328,11 +361,13 @@ async function waitForHttp(port: number, timeoutMs: number, signal: AbortSignal)
   return false;
 }
 
-function answers(port: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+function answers(port: number, check: HealthCheck, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port, path: "/", method: "GET", agent: false, signal, headers: { "user-agent": "wsp-runner-health" } }, (res) => {
+    const headers = { "user-agent": "wsp-runner-health" };
+    const req = request({ host: "127.0.0.1", port, path: check.path, method: "GET", agent: false, signal, headers }, (res) => {
       res.resume();
-      resolve(true);
+      const status = res.statusCode ?? 0;
+      resolve(!check.strict || (status >= 200 && status < 400));
       req.destroy();
     });
     req.setTimeout(timeoutMs, () => req.destroy());

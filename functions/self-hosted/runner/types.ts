@@ -26,6 +26,8 @@ export type AppSpec = {
   orgId: string;
   projectId: string;
   environmentId: string;
+  /** The project's healthCheckPath: the check then needs a 2xx or 3xx answer there; undefined: any answer to `/`. */
+  healthPath?: string;
   /** Memory limit in MiB of each process (its cgroup; the sampling watchdog where no memory cgroup is writable, see processes.ts); undefined: none. */
   memoryMb?: number;
 } & (
@@ -67,6 +69,8 @@ export interface SupervisorDeps {
   /** Lines of the deployment skipped unread over the log limit. */
   skipped?(deploymentId: string, lines: number): void;
   healthTimeoutMs: number;
+  /** SMOKE_WINDOW: how long a new app must stay up after its first health check before the launch resolves (0 or absent: none). */
+  smokeWindowMs?: number;
   /** Grace period between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** Called after each automatic restart of a crashed app, with the attempt number. */

@@ -59,6 +59,7 @@ for (const sandbox of ["on", "off"] as const) {
         RUNNER: "on",
         RUNNER_SANDBOX: sandbox,
         STOP_GRACE: "1s",
+        SMOKE_WINDOW: "1s",
         LOG_LEVEL: "info",
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -55,6 +55,8 @@ beforeAll(async () => {
       BUILD_TIMEOUT: "60s",
       HEALTH_TIMEOUT: "20s",
       STOP_GRACE: "1s",
+      // Tests that need the smoke window set their own.
+      SMOKE_WINDOW: "0s",
     }),
     () => {},
   );
