@@ -12,7 +12,8 @@ import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { lastEventIdOf, sseResponse } from "../../shared/http/sse";
 import { LogCursor, LogLimit, LastEventIdQuery, SSE_200, SSE_DESCRIPTION, STREAM_BATCH } from "./query";
-import { LogPageSchema, logLineView } from "./schema";
+import { lineNamer } from "./environment-names";
+import { LogPageSchema } from "./schema";
 import { deploymentState, readBuildLines } from "./store";
 
 const TAGS = ["Logs"];
@@ -26,7 +27,7 @@ const page = defineRoute({
   description: [
     "The build lines (install, build, start-up and the runner's own `system` lines) of one deployment, oldest first.",
     "`limit` 1-1000 (default 100); `nextCursor` pages on to newer lines and is null once the lines written so far are all read (follow a running build with the `/stream` route).",
-    "Each line: `{id, timestamp, deploymentId, stream, message}`; `id` is the line's sequence number in its project. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.",
+    "Each line: `{id, timestamp, deploymentId, environment, stream, message}`; `id` is the line's sequence number in its project; `environment` is the name of the deployment's environment. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.",
     "Lines are kept 30 days and at most 50,000 per project (runtime lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).",
     "Accepts a deployment-session token (`wsd_…`) of the deployment's project. 404 for a deployment that is not the caller organization's; 400 naming `cursor` or `limit` when malformed.",
   ].join(" "),
@@ -59,7 +60,7 @@ export const buildLogsRouter = createRouter()
     const db = c.get("db");
     if (!(await deploymentState(db, orgId, id))) throw notFound("Deployment");
     const rows = await readBuildLines(db, orgId, id, cursor === undefined ? 0 : Number(cursor), limit + 1);
-    const items = rows.slice(0, limit).map(logLineView);
+    const items = await lineNamer(db, orgId)(rows.slice(0, limit));
     return c.json({ items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null }, 200);
   })
   .openapi(stream, async (c) => {
@@ -69,13 +70,15 @@ export const buildLogsRouter = createRouter()
     let after = lastEventIdOf(c) ?? 0;
     const first = await deploymentState(db, orgId, id);
     if (!first) throw notFound("Deployment");
+    // One namer for the stream: the deployment's environment is read with its first lines, then remembered.
+    const named = lineNamer(db, orgId);
     return sseResponse(c, {
       feedKey: first.projectId,
       next: async () => {
         // The status is read before the lines: every line written before it finished is then visible.
         const state = await deploymentState(db, orgId, id);
         const rows = await readBuildLines(db, orgId, id, after, STREAM_BATCH);
-        const events = rows.map((r) => ({ id: String(r.seq), event: "log", data: JSON.stringify(logLineView(r)) }));
+        const events = (await named(rows)).map((l) => ({ id: l.id, event: "log", data: JSON.stringify(l) }));
         if (rows.length > 0) after = rows[rows.length - 1]!.seq;
         if (rows.length === STREAM_BATCH) return { events, more: true };
         if (!state || FINISHED.includes(state.status)) {

@@ -14,7 +14,8 @@ import { defineRoute, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { lastEventIdOf, sseResponse } from "../../shared/http/sse";
 import { DEFAULT_LOG_LIMIT, LastEventIdQuery, LogCursor, LogLimit, MAX_LOG_LIMIT, MAX_QUERY_CHARS, SSE_200, SSE_DESCRIPTION, STREAM_BATCH } from "./query";
-import { LogPageSchema, logLineView } from "./schema";
+import { lineNamer } from "./environment-names";
+import { LogPageSchema } from "./schema";
 import { committedLastSeq, deploymentState, listRuntimeLines, readRuntimeLines, type RuntimeFilter } from "./store";
 
 const TAGS = ["Logs"];
@@ -35,7 +36,7 @@ const Filters = {
 const RETENTION =
   "Lines are kept 30 days and at most 50,000 per project (build lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).";
 const LINE =
-  "Each line: `{id, timestamp, deploymentId, stream, message}`; `id` is the line's sequence number in the project. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.";
+  "Each line: `{id, timestamp, deploymentId, environment, stream, message}`; `id` is the line's sequence number in the project; `deploymentId` and `environment` (the name of the deployment's environment, e.g. `production` or a preview's name) tell where it comes from, since lines of every environment are read together unless `environment` or `deploymentId` narrows them. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.";
 const ERRORS =
   "404 for a project that is not the caller organization's; 400 naming the field for a malformed value, an unknown `environment` or a `deploymentId` that is not the project's. Accepts the project's deployment-session token (`wsd_…`).";
 
@@ -72,6 +73,7 @@ const stream = defineRoute({
   description: [
     "Runtime lines as `text/event-stream`, each one event: `id: <seq>`, `event: log`, `data: <LogLine JSON>`, in sequence order.",
     "Starts after `Last-Event-ID` when sent; else at the first line at or after `since` when given; else with the lines written from now on. `since` also keeps filtering; `deploymentId`, `environment`, `stream` and `q` filter as in the page route.",
+    LINE,
     SSE_DESCRIPTION,
     RETENTION,
     ERRORS,
@@ -113,7 +115,7 @@ export const runtimeLogsRouter = createRouter()
     const { orgId, projectId, filter } = await scoped(c, c.req.valid("param").id, query);
     const before = query.cursor === undefined ? undefined : Number(query.cursor);
     const { rows, more } = await listRuntimeLines(c.get("db"), orgId, projectId, filter, before, query.limit);
-    const items = rows.map(logLineView);
+    const items = await lineNamer(c.get("db"), orgId)(rows);
     return c.json({ items, nextCursor: more ? items[0]!.id : null }, 200);
   })
   .openapi(stream, async (c) => {
@@ -122,13 +124,15 @@ export const runtimeLogsRouter = createRouter()
     const db = c.get("db");
     const resume = lastEventIdOf(c);
     let after = resume ?? (filter.since !== undefined ? 0 : await committedLastSeq(db, projectId));
+    // One namer for the stream: each deployment's environment is read with its first lines, then remembered.
+    const named = lineNamer(db, orgId);
     return sseResponse(c, {
       feedKey: projectId,
       next: async () => {
         // Every line up to the committed counter is visible: the cursor moves there even past lines the filters skip.
         const upto = await committedLastSeq(db, projectId);
         const rows = await readRuntimeLines(db, orgId, projectId, filter, after, upto, STREAM_BATCH);
-        const events = rows.map((r) => ({ id: String(r.seq), event: "log", data: JSON.stringify(logLineView(r)) }));
+        const events = (await named(rows)).map((l) => ({ id: l.id, event: "log", data: JSON.stringify(l) }));
         if (rows.length === STREAM_BATCH) {
           after = rows[rows.length - 1]!.seq;
           return { events, more: true };

@@ -10,7 +10,15 @@ export const LogLineSchema = z
       example: "1024",
     }),
     timestamp: z.string().openapi({ description: "When the line was written (ISO 8601)" }),
-    deploymentId: z.string().nullable().openapi({ description: "The deployment that wrote it (null: not tied to one)" }),
+    deploymentId: z
+      .string()
+      .nullable()
+      .openapi({ description: "The deployment that wrote it (null: not tied to one)", example: "dpl_01hx2k3m4n5p6q7r8s9t0va1b2" }),
+    environment: z.string().nullable().openapi({
+      description:
+        "The name of that deployment's environment (`production`, or a preview's name such as `preview-x`): tells apart lines of several environments of the project read together; null when the line is not tied to a deployment",
+      example: "production",
+    }),
     stream: z.enum(LOG_STREAMS).openapi({ description: "`stdout` / `stderr` of the build or app; `system`: the runner's own lines (steps, exits, restarts)" }),
     message: z.string().openapi({
       description: "The line as sent (ANSI escapes kept), without its newline; a line over 16 KiB is cut there and ends with ` … [line truncated]`",
@@ -20,8 +28,9 @@ export const LogLineSchema = z
 
 export type LogLine = z.infer<typeof LogLineSchema>;
 
-export function logLineView(row: LogLineRow): LogLine {
-  return { id: String(row.seq), timestamp: row.at.toISOString(), deploymentId: row.deploymentId, stream: row.stream, message: row.message };
+/** The wire form of a row; `environment` is the name of its deployment's environment (environment-names.ts reads it). */
+export function logLineView(row: LogLineRow, environment: string | null): LogLine {
+  return { id: String(row.seq), timestamp: row.at.toISOString(), deploymentId: row.deploymentId, environment, stream: row.stream, message: row.message };
 }
 
 /** A page of lines and the cursor of the next one (null: no more). */

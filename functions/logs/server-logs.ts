@@ -36,7 +36,9 @@ export const RequestLineSchema = z
     durationMs: z.number().int(),
     bytes: z.number().int().openapi({ description: "Response body bytes sent" }),
     clientAddress: z.string().openapi({ description: "The client as the edge saw it (the connection's peer, or X-Forwarded-For behind a trusted proxy)" }),
-    environment: z.string().nullable(),
+    environment: z.string().nullable().openapi({
+      description: "The name of the environment whose app the host routes to (`production`, a preview's name), as build and runtime lines name theirs",
+    }),
     rule: z.string().nullable().openapi({ description: "The route rule that refused the request (403/429), else null" }),
   })
   .openapi("ServerLogLine");

@@ -1,7 +1,8 @@
 /**
  * Build logs (functions/logs/build-logs.ts): the page (oldest first, cursor), the
- * 16 KiB cut, ANSI kept, org scoping, the deployment-session token, and the SSE
- * stream: lines, Last-Event-ID resume, heartbeats, the `end` event once finished.
+ * 16 KiB cut, ANSI kept, org scoping, the deployment-session token, each line's
+ * deployment and environment, and the SSE stream: lines, Last-Event-ID resume,
+ * heartbeats, the `end` event once finished.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { markReady, markStatus } from "../../../functions/deployments/store";
@@ -55,7 +56,7 @@ describe("build logs: page", () => {
 
     const first = await expectBody(await page(t, d.id, "?limit=2"), 200, LogPageSchema);
     expect(first.items.map((l) => l.message)).toEqual(["one", "two"]);
-    expect(first.items[0]).toMatchObject({ deploymentId: d.id, stream: "stdout" });
+    expect(first.items[0]).toMatchObject({ deploymentId: d.id, environment: "production", stream: "stdout" });
     expect(Number(first.items[1]!.id)).toBeGreaterThan(Number(first.items[0]!.id));
     expect(Number.isNaN(Date.parse(first.items[0]!.timestamp))).toBe(false);
     const second = await expectBody(await page(t, d.id, `?limit=2&cursor=${first.nextCursor}`), 200, LogPageSchema);
@@ -108,6 +109,25 @@ describe("build logs: page", () => {
     await expectProblem(await page(session, theirs.id), 403);
     await expectProblem(await h.request(`/api/deployments/${theirs.id}/logs/stream`, { token: session.token, org: t.orgId }), 403);
     await expectProblem(await h.request(`/api/deployments/${d.id}/cancel`, { method: "POST", token: session.token, org: t.orgId }), 403);
+  });
+});
+
+describe("build logs: where each line comes from", () => {
+  it("a preview's build lines name its deployment and environment, in the page and in the stream", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    await expectStatus(await call(t, `/${p.id}/environments`, { method: "POST", json: { name: "preview-x", branch: "feature-x" } }), 201);
+    const d = await seedQueued(p, "preview-x");
+    await seed({ orgId: t.orgId, projectId: p.id, deploymentId: d.id }, ["$ npm ci", "$ npm run build"], { kind: "build" });
+    await markStatus(h.db, d.id, "failed", new Date(), "exit 1");
+    const { items } = await expectBody(await page(t, d.id), 200, LogPageSchema);
+    expect(items.map((l) => [l.message, l.deploymentId, l.environment])).toEqual([
+      ["$ npm ci", d.id, "preview-x"],
+      ["$ npm run build", d.id, "preview-x"],
+    ]);
+    const s = await stream(t, `/api/deployments/${d.id}/logs/stream`);
+    await s.until((r) => r.closed, 10_000, "end");
+    expect(s.lines).toEqual(items);
   });
 });
 

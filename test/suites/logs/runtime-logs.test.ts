@@ -2,12 +2,14 @@
  * Runtime logs (functions/logs/runtime-logs.ts): the page (newest last, cursor to
  * older lines) and every filter, 400s naming the field, org scoping, the session
  * token, and the SSE stream: from now, from `since`, filters, Last-Event-ID resume,
- * heartbeats; on real Postgres, concurrent writers never show a stream a gap or a
- * repeated sequence number.
+ * heartbeats; every line naming its deployment and environment (production and a
+ * preview read together, and apart with `environment`); on real Postgres,
+ * concurrent writers never show a stream a gap or a repeated sequence number.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EnvironmentSchema } from "../../../functions/projects/environments";
-import { LogPageSchema } from "../../../functions/logs/schema";
+import { STREAM_BATCH } from "../../../functions/logs/query";
+import { type LogLine, LogPageSchema } from "../../../functions/logs/schema";
 import { appendLogLines, type NewLogLine } from "../../../functions/logs/store";
 import { sseSettings } from "../../../shared/http/sse";
 import { deploymentHelpers } from "../../support/deployments";
@@ -136,6 +138,68 @@ describe("runtime logs: page", () => {
   });
 });
 
+describe("runtime logs: where each line comes from", () => {
+  const where = (l: LogLine) => [l.message, l.deploymentId, l.environment];
+
+  it("every line of the page and of the stream names its deployment and environment; `environment` keeps only that one's", async () => {
+    const t = await seedTenant(h);
+    const { p, d: prod, target } = await projectOf(t);
+    await expectBody(await call(t, `/${p.id}/environments`, { method: "POST", json: { name: "preview-x", branch: "feature-x" } }), 201, EnvironmentSchema);
+    const preview = await seedQueued(p, "preview-x");
+    const previewTarget = { ...target, deploymentId: preview.id };
+    const all = await stream(t, `/api/projects/${p.id}/logs/stream`);
+    const previewOnly = await stream(t, `/api/projects/${p.id}/logs/stream?environment=preview-x`);
+    // Two apps writing at once: their lines interleave in the project's sequence.
+    await seed(target, ["prod 1"]);
+    await seed(previewTarget, ["preview 1"], { stream: "stderr" });
+    await seed(target, ["prod 2"], { stream: "system" });
+    await seed(previewTarget, ["preview 2"]);
+    const expected = [
+      ["prod 1", prod.id, "production"],
+      ["preview 1", preview.id, "preview-x"],
+      ["prod 2", prod.id, "production"],
+      ["preview 2", preview.id, "preview-x"],
+    ];
+    const ofPreview = expected.filter((e) => e[2] === "preview-x");
+    const ofProduction = expected.filter((e) => e[2] === "production");
+
+    const page = await expectBody(await logs(t, p.id), 200, LogPageSchema);
+    expect(page.items.map(where)).toEqual(expected);
+    expect((await expectBody(await logs(t, p.id, "?environment=preview-x"), 200, LogPageSchema)).items.map(where)).toEqual(ofPreview);
+    expect((await expectBody(await logs(t, p.id, "?environment=production"), 200, LogPageSchema)).items.map(where)).toEqual(ofProduction);
+
+    await all.until((r) => r.lines.length === 4, 10_000, "four lines");
+    expect(all.lines.map(where)).toEqual(expected);
+    await previewOnly.until((r) => r.lines.length === 2, 10_000, "the preview's two lines");
+    expect(previewOnly.lines.map(where)).toEqual(ofPreview);
+    // A later line of a deployment the stream has already named is named too.
+    await seed(previewTarget, ["preview 3"]);
+    await all.until((r) => r.lines.length === 5, 10_000, "the fifth line");
+    expect(where(all.lines[4]!)).toEqual(["preview 3", preview.id, "preview-x"]);
+  });
+
+  it("a stream over more than one batch names every line, in each batch", async () => {
+    const t = await seedTenant(h);
+    const { p, d: prod, target } = await projectOf(t);
+    await expectBody(await call(t, `/${p.id}/environments`, { method: "POST", json: { name: "preview-y", branch: "feature-y" } }), 201, EnvironmentSchema);
+    const preview = await seedQueued(p, "preview-y");
+    const count = STREAM_BATCH + 20;
+    const at = new Date("2029-06-01T00:00:00Z");
+    await appendLogLines(
+      h.db,
+      Array.from(
+        { length: count },
+        (_, i): NewLogLine => ({ ...target, deploymentId: i % 2 ? preview.id : prod.id, kind: "runtime", stream: "stdout", at, message: `m${i}` }),
+      ),
+    );
+    const reader = await stream(t, `/api/projects/${p.id}/logs/stream?since=2029-01-01T00:00:00Z`);
+    await reader.until((r) => r.lines.length === count, 20_000, `${count} lines`);
+    expect(reader.lines.map((l) => [l.deploymentId, l.environment])).toEqual(
+      Array.from({ length: count }, (_, i) => (i % 2 ? [preview.id, "preview-y"] : [prod.id, "production"])),
+    );
+  });
+});
+
 describe("runtime logs: stream", () => {
   it("starts from now: earlier lines are not sent, new ones arrive as id/event: log/data, filters apply", async () => {
     const t = await seedTenant(h);
@@ -151,7 +215,14 @@ describe("runtime logs: stream", () => {
     expect(all.lines.map((l) => l.message)).toEqual(["after 1", "\u001b[31mfailed\u001b[0m", "test failed"]);
     const e = all.events[0]!;
     expect(e.event).toBe("log");
-    expect(JSON.parse(e.data)).toEqual({ id: e.id, timestamp: expect.any(String), deploymentId: target.deploymentId, stream: "stdout", message: "after 1" });
+    expect(JSON.parse(e.data)).toEqual({
+      id: e.id,
+      timestamp: expect.any(String),
+      deploymentId: target.deploymentId,
+      environment: "production",
+      stream: "stdout",
+      message: "after 1",
+    });
     await errors.until((r) => r.lines.length === 1, 10_000, "the stderr line");
     expect(errors.lines.map((l) => l.message)).toEqual(["test failed"]);
     expect(errors.comments).toContain(": keep-alive");
