@@ -16,7 +16,8 @@
  * - Failures: a deployment that does not go live → failed + one event:
  *   `build.failed` (source, install, build; data.stage `build`), which the
  *   fan-out delivers to `deploy.failed` subscribers too, once (categories.ts),
- *   or `deploy.failed` (start, health; data.stage `start`). The reason names
+ *   or `deploy.failed` (start, health: data.stage `start`; a crash or a failed
+ *   check within the smoke window: `smoke`). The reason names
  *   the step, the exit code, the first error lines and the last lines
  *   (failure-reason.ts). A failed or canceled deployment's work directory is removed; a
  *   ready one is kept (promote without a rebuild); superseded ready ones beyond
@@ -88,6 +89,7 @@ import {
   wakeAlwaysOn,
   supersededBeyond,
 } from "./store";
+import { SmokeWindowFailure } from "./supervisor";
 import type { AppSpec, Supervisor, SupervisorDeps } from "./types";
 
 /**
@@ -292,7 +294,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       return app.port;
     } catch (e) {
       if (signal?.aborted) throw new JobAborted("aborted");
-      throw new JobFailure("deploy", output.reason(`start failed: ${(e as Error).message}`));
+      throw new JobFailure("deploy", output.reason(`start failed: ${(e as Error).message}`), e instanceof SmokeWindowFailure ? "smoke" : "start");
     } finally {
       launching.delete(id);
       launchOutput.delete(id);
@@ -376,8 +378,8 @@ export function createRunner(deps: RunnerDeps): Runner {
       if (failed) {
         const name = job?.project.name ?? failed.projectId;
         // One event either way: a build.failed reaches deploy.failed subscribers too (categories.ts).
-        if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`, { stage: "build" });
-        else await emit(failed, "deploy.failed", "Deploy failed", `${name}: ${reason}`, { stage: "start" });
+        if (failure.kind === "build") await emit(failed, "build.failed", "Build failed", `${name}: ${reason}`, { stage: failure.stage });
+        else await emit(failed, "deploy.failed", "Deploy failed", `${name}: ${reason}`, { stage: failure.stage });
       }
     } finally {
       clearInterval(renew);

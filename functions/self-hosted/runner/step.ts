@@ -5,6 +5,8 @@ export class JobFailure extends Error {
   constructor(
     readonly kind: "build" | "deploy",
     message: string,
+    /** Where it failed (the events' data.stage): the build, the start and first health check, or the smoke window after it. */
+    readonly stage: "build" | "start" | "smoke" = kind === "build" ? "build" : "start",
   ) {
     super(message);
   }

@@ -37,6 +37,9 @@ import type { Jail } from "./sandbox/sandbox";
 import { type StaticServer, startStaticServer } from "./static-server";
 import type { AppSpec, ProcessSpec, RunningApp, Supervisor, SupervisorDeps } from "./types";
 
+/** The launch failed after the app first passed its health check: it went down within the smoke window. */
+export class SmokeWindowFailure extends Error {}
+
 export const HEALTH_POLL_MS = 100;
 /** For the first HEALTH_FAST_MS of a launch the port is tried every HEALTH_FAST_POLL_MS: a refused connection costs well under a millisecond, and most apps answer within a second, so readiness is seen within ~10 ms of it. */
 export const HEALTH_FAST_POLL_MS = 10;
@@ -63,7 +66,7 @@ interface AppState {
   crashes: number[];
   stopDiskWatch?: () => void;
   /** Set while launching: fails the launch with a reason. */
-  failLaunch?: (reason: string) => void;
+  failLaunch?: (reason: Error) => void;
   /** When it first passed its health check (the smoke window runs from there), while launching. */
   answeredAt?: number;
   stopped?: Promise<void>;
@@ -136,11 +139,13 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     const what = `${who(app, proc)} ${describeExit(exit, app.spec.memoryMb)}`;
     line(app, "system", `${proc.spec.name} ${describeExit(exit, app.spec.memoryMb)}`, proc.spec.name);
     if (!app.launched) {
-      app.failLaunch?.(
-        app.answeredAt === undefined
-          ? `${what} before answering on PORT ${app.port}`
-          : `${what} ${formatDuration(Date.now() - app.answeredAt)} after it first answered, within the smoke window (SMOKE_WINDOW, ${formatDuration(deps.smokeWindowMs ?? 0)})`,
-      );
+      if (app.answeredAt === undefined) app.failLaunch?.(new Error(`${what} before answering on PORT ${app.port}`));
+      else
+        app.failLaunch?.(
+          new SmokeWindowFailure(
+            `${what} ${formatDuration(Date.now() - app.answeredAt)} after it first answered, within the smoke window (SMOKE_WINDOW, ${formatDuration(deps.smokeWindowMs ?? 0)})`,
+          ),
+        );
       return;
     }
     // What the process left behind in its group could hold the port: end it first.
@@ -205,7 +210,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     app.stopping = true;
     app.stopDiskWatch?.();
     app.stopped ??= (async () => {
-      app.failLaunch?.("the app was stopped before it answered");
+      app.failLaunch?.(new Error("the app was stopped before it answered"));
       for (const proc of app.procs) {
         if (proc.restartTimer) clearTimeout(proc.restartTimer);
         proc.restartTimer = undefined;
@@ -257,10 +262,10 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     app.failLaunch = (reason) => {
       app.failLaunch = undefined;
       // Rejected before the waits are aborted: a race with `failed` then settles on this reason, not on an aborted wait.
-      rejectLaunch(new Error(reason));
+      rejectLaunch(reason);
       health.abort();
     };
-    const onAbort = () => app.failLaunch?.("the launch was canceled");
+    const onAbort = () => app.failLaunch?.(new Error("the launch was canceled"));
     options.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       if (app.stopping) throw new Error("the app was stopped before it answered");
@@ -283,7 +288,9 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
         await Promise.race([abortableSleep(smokeMs, health.signal), failed]);
         const still = await Promise.race([waitForHttp(app.port, check, SMOKE_RECHECK_MS, health.signal), failed]);
         if (!still)
-          throw new Error(`the app stopped answering ${shown} on PORT ${app.port} within the smoke window (SMOKE_WINDOW, ${formatDuration(smokeMs)})`);
+          throw new SmokeWindowFailure(
+            `the app stopped answering ${shown} on PORT ${app.port} within the smoke window (SMOKE_WINDOW, ${formatDuration(smokeMs)})`,
+          );
         if (app.stopping) throw new Error("the app was stopped before it went live");
       }
       app.failLaunch = undefined;
