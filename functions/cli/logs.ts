@@ -1,7 +1,8 @@
 /**
  * `logs <project>`: the project's runtime logs (GET /api/projects/:id/logs, newest
- * last), and with --follow the live stream after them (GET …/logs/stream, resumed
- * with Last-Event-ID: no line missed or shown twice) until Ctrl-C. With
+ * last), every line labelled with its environment and deployment, and with --follow
+ * the live stream after them (GET …/logs/stream, resumed with Last-Event-ID: no line
+ * missed or shown twice) until Ctrl-C. With
  * `--deployment <id>`: that deployment's build log, and with --follow until the
  * build ends (the exit code tells how).
  */
@@ -26,7 +27,24 @@ interface Page {
   nextCursor: string | null;
 }
 
-export const formatRuntimeLine = (l: LogLine) => `${l.timestamp} ${l.stream === "stderr" ? "[stderr] " : ""}${l.message}\n`;
+/** Characters of a deployment id's random end kept in a label: enough to tell a project's deployments apart at a glance. */
+const SHORT_ID_CHARS = 4;
+
+/**
+ * Where a runtime line comes from, `[production dpl_…a1b2]`: its environment and the end of
+ * its deployment id. Printed on every runtime line, not only once a second source shows up:
+ * a followed stream can be joined by a preview or a new deployment at any moment, and lines
+ * that all carry it can be filtered with grep.
+ */
+export function sourceLabel(l: LogLine): string {
+  const id = l.deploymentId;
+  // The prefix says what it is; the id's end is random (its start is a timestamp, alike for deployments made together).
+  const short = id === null ? "-" : `${id.slice(0, id.indexOf("_") + 1)}…${id.slice(-SHORT_ID_CHARS)}`;
+  return l.environment ? `[${l.environment} ${short}]` : `[${short}]`;
+}
+
+export const formatRuntimeLine = (l: LogLine) => `${l.timestamp} ${sourceLabel(l)} ${l.stream === "stderr" ? "[stderr] " : ""}${l.message}\n`;
+/** A build log is one deployment's, named on the command line: its lines need no label. */
 export const formatBuildLine = (l: LogLine) => `${l.message}\n`;
 
 /** Prints the lines; resolves with how a followed build ended (null otherwise). */

@@ -18,6 +18,8 @@ export interface LogLine {
   id: string;
   timestamp: string;
   deploymentId: string | null;
+  /** The deployment's environment (`production`, a preview's name); absent from servers older than the field. */
+  environment?: string | null;
   stream: string;
   message: string;
 }

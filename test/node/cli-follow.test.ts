@@ -286,7 +286,7 @@ describe("wsp deploy: following the build (real log stream, runner steps played 
         page.out
           .trim()
           .split("\n")
-          .map((l) => l.replace(/^\S+ /, "")),
+          .map((l) => l.replace(/^\S+ \[production dpl_…\w{4}\] /, "")),
       ).toEqual(["listening on 3000", "GET / 200", "[stderr] oops"]);
 
       const stop = new AbortController();
