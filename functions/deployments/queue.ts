@@ -24,7 +24,8 @@ import { decryptCaptured, serviceEnvContext } from "../projects/folder/services"
 import { type EnvironmentRow, findEnvironment } from "../projects/environments-store";
 import { findProject, type ProjectRow } from "../projects/store";
 import { lockedStorageCheck, precheckStorage, quotasOf } from "./artifacts";
-import { type DeploymentRow, insertDeployment, type NewDeployment, type PreviousUpload, projectServiceRows, type UploadSessionRow } from "./store";
+import { insertPinnedDeployment } from "./config-snapshot";
+import { type DeploymentRow, type NewDeployment, type PreviousUpload, projectServiceRows, type UploadSessionRow } from "./store";
 
 /** Compose environment values of a deployment, per service (what `services_ciphertext` holds). */
 export type ServiceValues = Record<string, Record<string, string>>;
@@ -204,18 +205,19 @@ export async function queueLocal(
 /**
  * Inserts a queued deployment under the project's row lock (a disable or delete
  * that raced the lookups wins) and the organization's storage check (409 past a
- * cap, exact under the organization's row lock). The caller answers with the
+ * cap, exact under the organization's row lock), with the environment's
+ * configuration pinned in the same transaction (config-snapshot.ts). The caller answers with the
  * row as queued, then wakes the runner (queuedView): woken first, a runner could
  * claim it before the answer is read, and the 201 would say `building`.
  */
-export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id?: string): Promise<DeploymentRow> {
+export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id = newId("dpl")): Promise<DeploymentRow> {
   const now = c.get("clock")();
   const quotas = quotasOf(c.get("config"));
   const row = await c.get("db").transaction(async (tx) => {
     const locked = await findProject(tx, orgId, projectId, "key share");
     if (locked.disabledAt) throw disabledConflict();
     await lockedStorageCheck(tx, orgId, quotas, fields.artifactKey ? (fields.artifactBytes ?? 0) : undefined);
-    return insertDeployment(tx, fields, now, id);
+    return insertPinnedDeployment(tx, c.get("keyring"), fields, now, id);
   });
   return row;
 }

@@ -1,6 +1,7 @@
 /** The deployment's read form, shared by GET /api/deployments/:id and the project's deployment list. */
 import { z } from "@hono/zod-openapi";
-import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import { type ConfigSnapshot, DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import { OptionsSchema, optionsView } from "../projects/schema";
 import type { DeploymentRow, Transition } from "./store";
 
 export const DeploymentStatusSchema = z.enum(DEPLOYMENT_STATUSES).openapi({
@@ -18,6 +19,29 @@ const DeploymentServiceSchema = z
     dependsOn: z.array(z.string()),
   })
   .openapi("DeploymentService");
+
+const Allotment = z.object({ cpuCores: z.number(), memoryMb: z.number() });
+
+const PinnedConfigSchema = z
+  .object({
+    resources: z.object({ production: Allotment, build: Allotment, diskGb: z.number(), port: z.number() }),
+    options: OptionsSchema,
+  })
+  .openapi("DeploymentConfig", {
+    description:
+      "The resources and options pinned when it was queued (with the environment's variables, stored encrypted and never returned): what it builds and runs with, also when promoted again. Null for a deployment queued before deployments pinned their configuration (it runs the live one)",
+  });
+
+const configView = (c: ConfigSnapshot | null) =>
+  c && {
+    resources: {
+      production: { cpuCores: c.resources.productionCpuCores, memoryMb: c.resources.productionMemoryMb },
+      build: { cpuCores: c.resources.buildCpuCores, memoryMb: c.resources.buildMemoryMb },
+      diskGb: c.resources.diskGb,
+      port: c.resources.port,
+    },
+    options: optionsView(c.options),
+  };
 
 const TransitionSchema = z.object({ status: DeploymentStatusSchema, at: z.string() }).openapi("DeploymentTransition");
 
@@ -43,6 +67,7 @@ export const DeploymentSchema = z
       description:
         "Upload: the compose services deployed with it (the ensure's, else the scan's), by name; their environment values are stored encrypted and never returned. Null without services",
     }),
+    config: PinnedConfigSchema.nullable(),
     createdAt: z.string(),
     startedAt: z.string().nullable().openapi({ description: "When its build started (its first `building` transition); null before" }),
     finishedAt: z.string().nullable().openapi({ description: "When it became ready, failed or canceled" }),
@@ -79,6 +104,7 @@ export function deploymentView(d: DeploymentRow, environment: string, transition
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([name, spec]) => ({ name, image: spec.image, build: spec.build, command: spec.command, ports: spec.ports, dependsOn: spec.dependsOn }))
       : null,
+    config: configView(d.configSnapshot),
     createdAt: d.createdAt.toISOString(),
     startedAt: transitions.find((t) => t.status === "building")?.at.toISOString() ?? null,
     finishedAt: d.finishedAt?.toISOString() ?? null,

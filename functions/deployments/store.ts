@@ -29,7 +29,11 @@ async function record(ex: Executor, d: Pick<DeploymentRow, "id" | "orgId">, stat
   await ex.insert(deploymentTransitions).values({ id: newId("dtr"), orgId: d.orgId, deploymentId: d.id, status, at });
 }
 
-/** Inserts a queued deployment and its first transition; `id` when it was chosen before (an upload's artifact key names it). */
+/**
+ * Inserts a queued deployment and its first transition; `id` when it was chosen before (an upload's artifact key names it).
+ * Queueing goes through insertPinnedDeployment (config-snapshot.ts), which pins the configuration first; a row
+ * inserted here alone has no snapshot, like one queued before snapshots existed.
+ */
 export async function insertDeployment(tx: Tx, values: NewDeployment, now: Date, id: string = newId("dpl")): Promise<DeploymentRow> {
   const [row] = await tx
     .insert(deployments)

@@ -157,7 +157,7 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
   const { event, changes } = readHostEvent(sender, payload);
   const deliveryId = await deliveryIdOf(sender, body.bytes);
   const decided = decide(hook, sender, event, changes);
-  const { record, redelivery } = await recordDelivery(db, hook, deliveryId, decided, c.get("clock")());
+  const { record, redelivery } = await recordDelivery(db, c.get("keyring"), hook, deliveryId, decided, c.get("clock")());
   if (!redelivery) {
     c.get("logger").info("git push delivery", {
       requestId: c.get("requestId"),

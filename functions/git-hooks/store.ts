@@ -9,7 +9,7 @@ import type { Keyring } from "../../shared/crypto/keyring";
 import { environments, gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, type PushOutcome } from "../../shared/db/schema";
 import type { Db, Tx } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
-import { insertDeployment } from "../deployments/store";
+import { insertPinnedDeployment } from "../deployments/config-snapshot";
 import { hookSecretContext } from "../projects/git-store";
 import type { Provider } from "./providers";
 
@@ -79,11 +79,12 @@ const recordColumns = {
 };
 
 /**
- * Queues the production deployment of a pushed commit, pinned to it. The project
+ * Queues the production deployment of a pushed commit, pinned to it and to the
+ * environment's configuration (config-snapshot.ts). The project
  * row is locked (key share) so a concurrent delete or disable is either seen here
  * or waits; a project that lost its repository or was disabled meanwhile queues nothing.
  */
-async function queuePushDeployment(tx: Tx, hook: HookTarget, record: DeliveryRecord, now: Date): Promise<string | null> {
+async function queuePushDeployment(tx: Tx, keyring: Keyring, hook: HookTarget, record: DeliveryRecord, now: Date): Promise<string | null> {
   const [project] = await tx
     .select({ provider: projects.gitProvider, owner: projects.gitOwner, repo: projects.gitRepo, disabledAt: projects.disabledAt })
     .from(projects)
@@ -94,8 +95,9 @@ async function queuePushDeployment(tx: Tx, hook: HookTarget, record: DeliveryRec
     .from(environments)
     .where(and(eq(environments.projectId, hook.projectId), eq(environments.kind, "production")));
   if (!project?.provider || project.provider === "upload" || !project.owner || !project.repo || project.disabledAt || !production) return null;
-  const d = await insertDeployment(
+  const d = await insertPinnedDeployment(
     tx,
+    keyring,
     {
       orgId: hook.orgId,
       projectId: hook.projectId,
@@ -109,6 +111,7 @@ async function queuePushDeployment(tx: Tx, hook: HookTarget, record: DeliveryRec
       commitSha: record.commit,
     },
     now,
+    newId("dpl"),
   );
   return d.id;
 }
@@ -121,6 +124,7 @@ async function queuePushDeployment(tx: Tx, hook: HookTarget, record: DeliveryRec
  */
 export async function recordDelivery(
   db: Db,
+  keyring: Keyring,
   hook: HookTarget,
   deliveryId: string,
   record: DeliveryRecord,
@@ -138,7 +142,7 @@ export async function recordDelivery(
           .update(projects)
           .set({ lastPushCommit: record.commit, lastPushBranch: record.branch, lastPushAt: now })
           .where(and(eq(projects.id, hook.projectId), eq(projects.orgId, hook.orgId), or(isNull(projects.lastPushAt), lte(projects.lastPushAt, now))));
-        const deploymentId = await queuePushDeployment(tx, hook, record, now);
+        const deploymentId = await queuePushDeployment(tx, keyring, hook, record, now);
         if (deploymentId) {
           await tx
             .update(gitPushEvents)

@@ -35,6 +35,26 @@ export const secretContext = (s: Scope, key: string) => ({
   rowId: `${s.projectId}/${s.environmentId}/${key}`,
 });
 
+const inScope = (s: Scope) => and(eq(envVars.projectId, s.projectId), eq(envVars.environmentId, s.environmentId));
+
+/** A variable with its value in the clear (secrets decrypted): only ever held in memory. */
+export interface DecryptedVariable {
+  key: string;
+  value: string;
+  isSecret: boolean;
+}
+
+/** Every variable of the environment, ordered by key, secrets decrypted in memory (what a deployment pins, config-snapshot.ts). */
+export async function decryptedEnv(ex: Executor, keyring: Keyring, s: Scope): Promise<DecryptedVariable[]> {
+  const rows = await ex.select().from(envVars).where(inScope(s)).orderBy(asc(envVars.key));
+  const out: DecryptedVariable[] = [];
+  for (const r of rows) {
+    const value = r.isSecret ? await keyring.decrypt(r.valueCiphertext!, secretContext(s, r.key)) : r.value!;
+    out.push({ key: r.key, value, isSecret: r.isSecret });
+  }
+  return out;
+}
+
 export const envView = (r: Pick<Row, "key" | "value" | "isSecret" | "updatedAt">) => ({
   key: r.key,
   value: r.isSecret ? MASK : r.value!,
@@ -48,8 +68,6 @@ export async function environmentOf(ex: Executor, projectId: string, name: strin
   if (!env) throw badRequest("environment", `The project has no environment named '${name}'`);
   return env;
 }
-
-const inScope = (s: Scope) => and(eq(envVars.projectId, s.projectId), eq(envVars.environmentId, s.environmentId));
 
 export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: string) {
   return ex
@@ -78,6 +96,19 @@ export async function mergeProjectEnv(
     const env = await environmentOf(tx, project.id, environment, "no key update");
     return mergeEnv(tx, keyring, { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, now);
   });
+}
+
+/**
+ * A secret's ciphertext: the stored one when the value did not change (a form saved
+ * again), so what deployments compare (config-drift.ts) sees no change; else a new one.
+ */
+async function sealSecret(keyring: Keyring, s: Scope, key: string, value: string, prev: Row | undefined): Promise<string> {
+  const ctx = secretContext(s, key);
+  if (prev?.isSecret && prev.valueCiphertext) {
+    const stored = await keyring.decrypt(prev.valueCiphertext, ctx).catch(() => undefined);
+    if (stored === value) return prev.valueCiphertext;
+  }
+  return keyring.encrypt(value, ctx);
 }
 
 /**
@@ -122,7 +153,7 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
       key: u.key,
       isSecret,
       value: isSecret ? null : u.value,
-      valueCiphertext: isSecret ? await keyring.encrypt(u.value, secretContext(s, u.key)) : null,
+      valueCiphertext: isSecret ? await sealSecret(keyring, s, u.key, u.value, prev) : null,
       updatedAt: now,
     });
   }

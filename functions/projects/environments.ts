@@ -1,6 +1,7 @@
 /**
  * Environments: every project has `production` from creation; previews are added
- * with a name and a branch. Names are unique per project (409 on a repeat).
+ * with a name and a branch. Names are unique per project (409 on a repeat). Each
+ * reads whether its current deployment runs an older configuration (needsRedeploy).
  */
 import { z } from "@hono/zod-openapi";
 import { ENVIRONMENT_KINDS } from "../../shared/db/schema";
@@ -9,7 +10,8 @@ import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../share
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { createPreviewEnvironment, listEnvironments, type EnvironmentRow } from "./environments-store";
-import { BranchName, EnvironmentName, ProjectIdParam } from "./schema";
+import { type RedeployState, redeployStates, UP_TO_DATE } from "../deployments/config-drift";
+import { BranchName, CHANGES_DOC, EnvironmentName, NEEDS_REDEPLOY_DOC, ProjectIdParam, RedeployChanges } from "./schema";
 import { findProject } from "./store";
 
 export const EnvironmentSchema = z
@@ -18,11 +20,21 @@ export const EnvironmentSchema = z
     name: z.string(),
     kind: z.enum(ENVIRONMENT_KINDS),
     branch: z.string().nullable().openapi({ description: "Preview branch; null for production (it follows the project's gitBranch)" }),
+    needsRedeploy: z.boolean().openapi({ description: NEEDS_REDEPLOY_DOC("its current deployment") }),
+    changes: RedeployChanges.openapi({ description: CHANGES_DOC("of this environment") }),
     createdAt: z.string(),
   })
   .openapi("Environment");
 
-const view = (e: EnvironmentRow) => ({ id: e.id, name: e.name, kind: e.kind, branch: e.branch, createdAt: e.createdAt.toISOString() });
+const view = (e: EnvironmentRow, redeploy: RedeployState) => ({
+  id: e.id,
+  name: e.name,
+  kind: e.kind,
+  branch: e.branch,
+  needsRedeploy: redeploy.needsRedeploy,
+  changes: redeploy.changes,
+  createdAt: e.createdAt.toISOString(),
+});
 
 const list = defineRoute({
   method: "get",
@@ -52,11 +64,12 @@ export const environmentsRouter = createRouter()
     const { limit, cursor } = c.req.valid("query");
     const project = await findProject(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
     const page = toPage(await listEnvironments(c.get("db"), project.id, limit, cursor), limit, (e) => e.id);
-    return c.json({ items: page.items.map(view), nextCursor: page.nextCursor }, 200);
+    const states = await redeployStates(c.get("db"), [project]);
+    return c.json({ items: page.items.map((e) => view(e, states.get(e.id) ?? UP_TO_DATE)), nextCursor: page.nextCursor }, 200);
   })
   .openapi(create, async (c) => {
     const { name, branch } = c.req.valid("json");
     const row = await createPreviewEnvironment(c.get("db"), callerOf(c).orgId, c.req.valid("param").id, name, branch);
     if (!row) throw new ApiError("conflict", `The project already has an environment named '${name}'`);
-    return c.json(view(row), 201);
+    return c.json(view(row, UP_TO_DATE), 201);
   });

@@ -1,6 +1,7 @@
 /** Wire shapes shared by the Projects routes (the spec's "Project" and its read form). */
 import { z } from "@hono/zod-openapi";
 import { GIT_PROVIDERS as HOST_PROVIDERS } from "../../shared/git/hosts";
+import { CONFIG_PARTS } from "../deployments/config-drift";
 import { pathId } from "../../shared/http/params";
 import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES, SLEEP_MODES, type ProjectOptions, type projects } from "../../shared/db/schema";
 
@@ -110,6 +111,16 @@ export const FreeRouteSchema = z
   })
   .openapi("FreeRoute");
 
+/**
+ * needsRedeploy, as the project and environment views describe it: a deployment pins
+ * its configuration when queued (functions/deployments/config-snapshot.ts).
+ */
+export const NEEDS_REDEPLOY_DOC = (what: string) =>
+  `true when ${what} runs an older configuration than the live one: a deployment pins the environment's variables, the resources (CPU, memory, disk, port; not the sleep mode, which applies at once) and the options (commands, directories) when it is queued, and runs them until it is replaced, also when it is promoted again. A new deployment (redeploy) takes the live configuration and clears it. false when nothing is deployed, and for a deployment queued before deployments pinned their configuration (it runs the live one)`;
+export const CHANGES_DOC = (where: string) =>
+  `What differs from the current deployment's snapshot ${where}: \`variables\` (a variable added, changed or deleted, secrets included), \`resources\`, \`options\`; empty when needsRedeploy is false`;
+export const RedeployChanges = z.array(z.enum(CONFIG_PARTS));
+
 export const DeploymentSummary = z.object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), createdAt: z.string() }).openapi("DeploymentSummary");
 
 export const LastPushSchema = z.object({ commit: z.string(), branch: z.string().nullable(), at: z.string() }).openapi("GitLastPush", {
@@ -186,6 +197,8 @@ export const ProjectSchema = z
     git: ProjectGitSchema,
     routes: z.object({ free: FreeRouteSchema, domains: z.array(DomainSchema) }),
     latestDeployment: DeploymentSummary.nullable(),
+    needsRedeploy: z.boolean().openapi({ description: NEEDS_REDEPLOY_DOC("any of its environments' current deployment") }),
+    changes: RedeployChanges.openapi({ description: CHANGES_DOC("in any environment (see GET /api/projects/{id}/environments for which)") }),
     location: z.enum(["cloud", "self-hosted"]).openapi({ description: "Where the project lives (this instance's mode)" }),
     createdAt: z.string(),
     updatedAt: z.string(),

@@ -10,6 +10,7 @@ import type { Db, Executor, Tx } from "../../shared/db/types";
 import type { ServiceConfig } from "../../shared/http/context";
 import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
+import { projectRedeployState, redeployStates } from "../deployments/config-drift";
 import { slugCandidates } from "./slug";
 import type { ProjectView } from "./schema";
 
@@ -119,6 +120,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
     .innerJoin(environments, eq(environments.id, deployments.environmentId))
     .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNotNull(deployments.asleepAt), eq(environments.kind, "production")));
   const asleepIds = new Set(asleep.map((a) => a.projectId));
+  const redeploy = await redeployStates(ex, rows);
   return rows.map((row) => {
     const last = latest.find((d) => d.projectId === row.id);
     return {
@@ -149,6 +151,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
           .map((d) => ({ hostname: d.hostname, primary: d.isPrimary, createdAt: d.createdAt.toISOString() })),
       },
       latestDeployment: last ? { id: last.id, status: last.status, createdAt: last.createdAt.toISOString() } : null,
+      ...projectRedeployState(redeploy, row.id),
       location: config.mode,
       createdAt: row.createdAt.toISOString(),
       updatedAt: row.updatedAt.toISOString(),

@@ -15,10 +15,11 @@
  */
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, ne, or } from "drizzle-orm";
 import type { Keyring } from "../../../shared/crypto/keyring";
-import { deployments, environments, envVars, projects } from "../../../shared/db/schema";
+import { deployments, environments, projects } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
+import { pinnedVariables, withPinnedConfig } from "../../deployments/config-snapshot";
 import { type DeploymentRow, type DeploymentStatus, transition } from "../../deployments/store";
-import { secretContext } from "../../projects/env-store";
+import { decryptedEnv } from "../../projects/env-store";
 import type { ProjectRow } from "../../projects/store";
 
 /** How long a claim holds without renewal; the runner renews every LEASE_MS / 3. */
@@ -251,15 +252,21 @@ export async function deploymentStatuses(db: Db, ids: string[]): Promise<Map<str
 
 export interface JobContext {
   d: DeploymentRow;
+  /** The project, its resources and options as the deployment pinned them when queued (the live ones for a deployment queued before snapshots). */
   project: ProjectRow;
   environment: { id: string; name: string; kind: string };
-  /** The environment's variables, secrets decrypted: held in memory only, never written or logged. */
+  /** The deployment's variables (its snapshot), secrets decrypted: held in memory only, never written or logged. */
   env: Record<string, string>;
   /** The secret values among them, for masking log lines. */
   secrets: string[];
 }
 
-/** The deployment with its project, environment and the environment's variables (secrets decrypted in memory). */
+/**
+ * The deployment with its project, environment and variables (secrets decrypted
+ * in memory), as pinned when it was queued (config-snapshot.ts): a build, a
+ * restart and a promote all run the same configuration. A deployment queued
+ * before snapshots existed runs the environment's live configuration.
+ */
 export async function loadJob(db: Db, keyring: Keyring, id: string): Promise<JobContext | undefined> {
   const [row] = await db
     .select({ d: deployments, project: projects, environment: { id: environments.id, name: environments.name, kind: environments.kind } })
@@ -268,22 +275,16 @@ export async function loadJob(db: Db, keyring: Keyring, id: string): Promise<Job
     .innerJoin(environments, eq(environments.id, deployments.environmentId))
     .where(eq(deployments.id, id));
   if (!row) return undefined;
-  const vars = await db
-    .select()
-    .from(envVars)
-    .where(and(eq(envVars.projectId, row.d.projectId), eq(envVars.environmentId, row.d.environmentId)))
-    .orderBy(asc(envVars.key));
+  const scope = { orgId: row.d.orgId, projectId: row.d.projectId, environmentId: row.d.environmentId };
+  const vars = (await pinnedVariables(keyring, row.d)) ?? (await decryptedEnv(db, keyring, scope));
   const env: Record<string, string> = {};
   const secrets: string[] = [];
-  const scope = { orgId: row.d.orgId, projectId: row.d.projectId, environmentId: row.d.environmentId };
   for (const v of vars) {
-    if (v.isSecret) {
-      const value = await keyring.decrypt(v.valueCiphertext!, secretContext(scope, v.key));
-      env[v.key] = value;
-      secrets.push(value);
-    } else env[v.key] = v.value!;
+    env[v.key] = v.value;
+    if (v.isSecret) secrets.push(v.value);
   }
-  return { ...row, env, secrets };
+  const project = row.d.configSnapshot ? withPinnedConfig(row.project, row.d.configSnapshot) : row.project;
+  return { ...row, project, env, secrets };
 }
 
 /** Compose services' environment values of a deployment (AES-256-GCM bound to org, deployments, services, id). */

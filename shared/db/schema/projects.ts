@@ -14,6 +14,17 @@ export interface ProjectOptions {
   runtimeVersion?: string;
 }
 
+/**
+ * What a deployment pins besides its source and variables (functions/deployments/config-snapshot.ts):
+ * the project's resources and options as they were when it was queued, and a digest of the
+ * environment's variables as stored then, compared with the live one's (needsRedeploy).
+ */
+export interface ConfigSnapshot {
+  resources: { productionCpuCores: number; productionMemoryMb: number; buildCpuCores: number; buildMemoryMb: number; diskGb: number; port: number };
+  options: ProjectOptions;
+  variablesDigest: string;
+}
+
 export const GIT_PROVIDERS = ["github", "gitlab", "bitbucket", "gitea", "upload"] as const;
 export const ROUTING_STATES = ["pending", "synced", "offline"] as const;
 export const SLEEP_MODES = ["auto_sleep", "always_on"] as const;
@@ -195,6 +206,10 @@ export const deployments = pgTable(
     services: jsonb("services").$type<Record<string, ServiceSpec>>(),
     /** Their environment values: AES-256-GCM bound to (org, deployments, services, deployment id). */
     servicesCiphertext: text("services_ciphertext"),
+    /** The resources, options and variables digest it runs with, pinned when queued; null: queued before deployments pinned them (the runner reads the live configuration). */
+    configSnapshot: jsonb("config_snapshot").$type<ConfigSnapshot>(),
+    /** The environment's variables when queued, secrets included: one AES-256-GCM ciphertext bound to (org, deployments, env_snapshot, deployment id). */
+    envSnapshotCiphertext: text("env_snapshot_ciphertext"),
     /** Where the running app listens (self-hosted): the runner process that serves it and its port. */
     servedBy: text("served_by"),
     port: integer("port"),
@@ -217,6 +232,7 @@ export const deployments = pgTable(
     /** The organization's stored bytes (the quota check's sum) read only rows that hold some. */
     index("deployments_org_storage_idx").on(t.orgId).where(sql`${t.artifactKey} is not null or ${t.workDirBytes} is not null`),
     check("deployments_current_ready", sql`not ${t.current} or ${t.status} = 'ready'`),
+    check("deployments_snapshot_whole", sql`(${t.configSnapshot} is null) = (${t.envSnapshotCiphertext} is null)`),
   ],
 );
 
