@@ -63,7 +63,7 @@ import type { Plan } from "./commands";
 import { createLogLimiter, REPORT_MS } from "./log-limit";
 import { cacheDirOf, makeCache, sweepCaches } from "./build-cache";
 import { createFailureDigest, type FailureDigest } from "./failure-reason";
-import { buildDeployment, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
+import { buildDeployment, formatDuration, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
 import type { Sandbox } from "./sandbox/sandbox";
 import { sandboxUidOf } from "./sandbox/uids";
 import {
@@ -103,6 +103,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const POLL_MS = 2000;
 export const RECONCILE_MS = 5000;
 export const KEEP_SUPERSEDED = 3;
+/** The waits between the tries of an app that could not be started from its kept build (boot, promote); after the last, crashed. */
+export const RESTORE_RETRY_MS = [5_000, 30_000, 120_000, 600_000];
 const RENEW_MS = LEASE_MS / 3;
 
 export interface RunnerDeps {
@@ -154,6 +156,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   const masks = new Map<string, string[]>();
   /** The output of each app being launched, for a failed start's reason. */
   const launchOutput = new Map<string, FailureDigest>();
+  /** Deployments whose restore failed: how many tries so far, and when the next may run. */
+  const restoreRetries = new Map<string, { tries: number; at: number }>();
   let started = false;
   let stopping = false;
   let pollTimer: ReturnType<typeof setInterval> | undefined;
@@ -284,13 +288,13 @@ export function createRunner(deps: RunnerDeps): Runner {
   };
 
   /** Starts the app; resolves with its port, or throws JobFailure("deploy") with the reason, the app's first error lines and its last lines. */
-  const launch = async (job: JobContext, plan: Plan, signal?: AbortSignal): Promise<number> => {
+  const launch = async (job: JobContext, plan: Plan, signal?: AbortSignal, options: { smokeWindow?: boolean } = {}): Promise<number> => {
     const id = job.d.id;
     launching.add(id);
     const output = createFailureDigest();
     launchOutput.set(id, output);
     try {
-      const app = await supervisor.launch(await appSpecOf(job, plan), { signal });
+      const app = await supervisor.launch(await appSpecOf(job, plan), { signal, smokeWindow: options.smokeWindow });
       return app.port;
     } catch (e) {
       if (signal?.aborted) throw new JobAborted("aborted");
@@ -464,6 +468,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     for (const d of await deploymentsToServe(db, runnerId)) {
       if (stopping) return;
       if (running.has(d.id) || launching.has(d.id) || jobs.has(d.id)) continue;
+      if ((restoreRetries.get(d.id)?.at ?? 0) > Date.now()) continue;
       await restore(d);
     }
     const others = supervisor
@@ -501,9 +506,16 @@ export function createRunner(deps: RunnerDeps): Runner {
   }
 
   /** Launches a ready deployment from its work directory (no rebuild); a failure marks it crashed. */
+  /**
+   * Launches a ready deployment from its work directory (no rebuild; no smoke
+   * window: it went live once already). A failure is retried on
+   * RESTORE_RETRY_MS's schedule, each time saying why and when the next try is;
+   * after the last one (or at once when its build is gone) it is marked crashed.
+   */
   async function restore(d: DeploymentRow) {
     const path = planPathOf(workDirOf(workRoot, d.id));
     const fail = async (reason: string) => {
+      restoreRetries.delete(d.id);
       system(d, "runtime", reason);
       await deps.writer.flush();
       const row = await setCrashed(db, d.id, now());
@@ -513,14 +525,21 @@ export function createRunner(deps: RunnerDeps): Runner {
     const job = await loadJob(db, deps.keyring, d.id);
     if (!job) return;
     masks.set(d.id, [...job.secrets]);
-    system(d, "runtime", "Starting the app (restore)");
+    const tried = restoreRetries.get(d.id)?.tries ?? 0;
+    system(d, "runtime", tried === 0 ? "Starting the app (restore)" : `Starting the app (restore, try ${tried + 1} of ${RESTORE_RETRY_MS.length + 1})`);
     try {
       const plan = JSON.parse(readFileSync(path, "utf8")) as Plan;
-      const port = await launch(job, plan);
+      const port = await launch(job, plan, undefined, { smokeWindow: false });
       await setServing(db, d.id, runnerId, port, now());
+      restoreRetries.delete(d.id);
     } catch (e) {
       masks.delete(d.id);
-      await fail((e as Error).message);
+      const reason = (e as Error).message;
+      const wait = RESTORE_RETRY_MS[tried];
+      if (wait === undefined) return fail(`The app could not be started after ${tried + 1} tries: ${reason}`);
+      restoreRetries.set(d.id, { tries: tried + 1, at: Date.now() + wait });
+      deps.logger.error("app_start_failed", { deploymentId: d.id, projectId: d.projectId, reason, nextTryInMs: wait });
+      system(d, "runtime", `The app could not be started: ${reason}. Next try in ${formatDuration(wait)} (try ${tried + 2} of ${RESTORE_RETRY_MS.length + 1})`);
     }
   }
 

@@ -35,7 +35,7 @@ import { type ProcessExit, type SpawnedProcess, spawnProcess } from "./processes
 import { DISK_APP_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
 import type { Jail } from "./sandbox/sandbox";
 import { type StaticServer, startStaticServer } from "./static-server";
-import type { AppSpec, ProcessSpec, RunningApp, Supervisor, SupervisorDeps } from "./types";
+import type { AppSpec, LaunchOptions, ProcessSpec, RunningApp, Supervisor, SupervisorDeps } from "./types";
 
 /** The launch failed after the app first passed its health check: it went down within the smoke window. */
 export class SmokeWindowFailure extends Error {}
@@ -223,7 +223,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     return app.stopped;
   };
 
-  const launch = async (spec: AppSpec, options: { signal?: AbortSignal } = {}): Promise<RunningApp> => {
+  const launch = async (spec: AppSpec, options: LaunchOptions = {}): Promise<RunningApp> => {
     if (apps.has(spec.deploymentId)) throw new Error(`deployment ${spec.deploymentId} is already running`);
     if (options.signal?.aborted) throw new Error("the launch was canceled");
     const app: AppState = { spec, port: 0, launched: false, stopping: false, procs: [], crashes: [] };
@@ -280,7 +280,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
           );
       });
       if (app.stopping) throw new Error("the app was stopped before it answered");
-      const smokeMs = deps.smokeWindowMs ?? 0;
+      const smokeMs = options.smokeWindow === false ? 0 : (deps.smokeWindowMs ?? 0);
       if (smokeMs > 0) {
         // Live only once it stayed up: a crash here fails the launch (onExit), and the previous app was never stopped.
         app.answeredAt = Date.now();

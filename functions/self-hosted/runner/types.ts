@@ -41,6 +41,12 @@ export type AppSpec = {
   | { kind: "static"; dir: string; base?: string }
 );
 
+export interface LaunchOptions {
+  signal?: AbortSignal;
+  /** false: no smoke window (an app that went live before: restored at start, promoted back). Default true. */
+  smokeWindow?: boolean;
+}
+
 export interface RunningApp {
   deploymentId: string;
   /** The loopback port the app (or the static server) answers on. */
@@ -53,7 +59,7 @@ export interface Supervisor {
    * rejects with a reason a person can act on (exited with code N, did not answer
    * within the health timeout) after stopping whatever it started.
    */
-  launch(spec: AppSpec, options?: { signal?: AbortSignal }): Promise<RunningApp>;
+  launch(spec: AppSpec, options?: LaunchOptions): Promise<RunningApp>;
   /** Stops one app: SIGTERM to its process groups, SIGKILL after the grace period. Unknown ids are a no-op. */
   stop(deploymentId: string): Promise<void>;
   /** Stops every app (server shutdown). */
