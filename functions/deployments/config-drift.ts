@@ -9,7 +9,7 @@
  * alike), and a secret saved again with the same value keeps its ciphertext
  * (env-store.ts), so re-saving the form changes nothing.
  */
-import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
+import { and, eq, getTableName, inArray, type SQL, sql } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import { type ConfigSnapshot, deployments, envVars, type projects } from "../../shared/db/schema";
 import type { Executor } from "../../shared/db/types";
@@ -25,13 +25,18 @@ export type ProjectConfigRow = Pick<
 >;
 
 /**
- * The variables' digest of the environment `environmentId` names, as a scalar
- * subquery over the rows as stored (key, kind, value or ciphertext), keys in byte
- * order so the database's collation never changes it.
+ * The variables' digest of the environment the outer query's `environmentId`
+ * column names, as a scalar subquery over the rows as stored (key, kind, value or
+ * ciphertext), keys in byte order so the database's collation never changes it.
+ * The column is written with its table's name: drizzle leaves it out in a
+ * one-table select, and env_vars has an `environment_id` of its own.
  */
-export const variablesDigest = (environmentId: AnyPgColumn | SQL): SQL<string> => sql<string>`(
+export function variablesDigest(environmentId: AnyPgColumn): SQL<string> {
+  const outer = sql`${sql.identifier(getTableName(environmentId.table))}.${sql.identifier(environmentId.name)}`;
+  return sql<string>`(
   select encode(sha256(convert_to(coalesce(string_agg(json_build_array(v.key, v.is_secret, coalesce(v.value, v.value_ciphertext))::text, E'\\n' order by v.key collate "C"), ''), 'UTF8')), 'hex')
-  from ${envVars} v where v.environment_id = ${environmentId})`;
+  from ${envVars} v where v.environment_id = ${outer})`;
+}
 
 /** The resources a deployment pins: what confines its build and its app. Sleep mode is not among them: it applies at once to whatever runs. */
 export const resourcesOf = (p: ProjectConfigRow): ConfigSnapshot["resources"] => ({
