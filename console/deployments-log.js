@@ -42,13 +42,31 @@ export function plainText(message) {
   return (redraws.at(-1) ?? "").replace(CONTROL, "");
 }
 
+/** Characters of a deployment id's random end kept in a label (as `wsp logs` does). */
+const SHORT_ID_CHARS = 4;
+
+/**
+ * Where a runtime line comes from, `[production dpl_…a1b2]`: its environment and the end of its
+ * deployment id, the label `wsp logs` prints (functions/cli/logs.ts), so the console and the terminal
+ * read alike. On every line: production and previews write to the same stream.
+ * @param {import("./deployments-stream.js").LogLine} line
+ */
+export function sourceLabel(line) {
+  const id = line.deploymentId;
+  // The prefix says what it is; the id's end is random (its start is a timestamp, alike for deployments made together).
+  const short = id === null ? "-" : `${id.slice(0, id.indexOf("_") + 1)}…${id.slice(-SHORT_ID_CHARS)}`;
+  return line.environment ? `[${line.environment} ${short}]` : `[${short}]`;
+}
+
 /**
  * @typedef {{element: HTMLElement, heading: HTMLElement, setStatus: (text: string, tone?: "ok" | "error" | "") => void,
  *   append: (lines: import("./deployments-stream.js").LogLine[]) => void, clear: () => void}} LogRegion
  */
 
 /**
- * @param {{id: string, title: string, hint?: string}} opts
+ * `labelled`: each line starts with its source label (a project's runtime logs mix deployments;
+ * a build log is one deployment's). `tools`: controls shown above the lines (a filter).
+ * @param {{id: string, title: string, hint?: string, labelled?: boolean, tools?: HTMLElement}} opts
  * @returns {LogRegion}
  */
 export function logRegion(opts) {
@@ -71,6 +89,7 @@ export function logRegion(opts) {
     { "aria-labelledby": headingId, class: "log-section" },
     heading,
     opts.hint ? h("p", { class: "sub" }, opts.hint) : null,
+    opts.tools ?? null,
     status,
     pre,
     count,
@@ -105,7 +124,13 @@ export function logRegion(opts) {
       for (const line of lines.slice(-MAX_LINES)) {
         const time = line.timestamp.slice(11, 19);
         fragment.append(
-          h("span", { class: `line ${line.stream}` }, `${time} ${line.stream === "stdout" ? "" : `[${line.stream}] `}${plainText(line.message)}\n`),
+          h(
+            "span",
+            { class: `line ${line.stream}` },
+            `${time} `,
+            opts.labelled ? [h("span", { class: "log-source" }, sourceLabel(line)), " "] : null,
+            `${line.stream === "stdout" ? "" : `[${line.stream}] `}${plainText(line.message)}\n`,
+          ),
         );
       }
       dropped += Math.max(0, lines.length - MAX_LINES);

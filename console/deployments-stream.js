@@ -20,7 +20,9 @@ const RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 const MAX_PROBLEM_CHARS = 16 * 1024;
 
 /**
- * @typedef {{id: string, timestamp: string, deploymentId: string | null, stream: "stdout" | "stderr" | "system", message: string}} LogLine
+ * A line of any log stream: `environment` is its deployment's environment name (null for a line tied to no deployment).
+ * @typedef {{id: string, timestamp: string, deploymentId: string | null, environment: string | null,
+ *   stream: "stdout" | "stderr" | "system", message: string}} LogLine
  * @typedef {"connecting" | "live" | "reconnecting"} StreamState
  * @typedef {{
  *   lastEventId?: string,

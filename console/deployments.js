@@ -4,7 +4,8 @@
  * button (POST /api/deployments, project:write: a role without it sees the reason instead),
  * the chosen deployment's build log followed live until its `end` event, and the project's
  * runtime logs live (the newest lines first read as a page, then the stream after the last
- * of them, so nothing is missed or shown twice). Streams stop when the page is left.
+ * of them, so nothing is missed or shown twice), each line labelled with its environment and
+ * deployment, narrowed to one environment by a filter. Streams stop when the page is left.
  * With project:write each row can also be canceled or promoted (deployments-actions.js).
  */
 import { api, ApiError } from "./api.js";
@@ -68,12 +69,17 @@ export async function deploymentsPage(main, ctx, projectId) {
   heading.textContent = `Deployments of ${project.name}`;
   /** @type {HTMLAnchorElement} */ (back.firstChild).textContent = `← ${project.name}`;
 
+  const environments = await readEnvironments(base);
+  if (!alive()) return;
   const build = logRegion({ id: "build-log", title: "Build log", hint: "Times in UTC. Followed live until the build finishes." });
   build.setStatus("Choose a deployment to see its build log.");
+  const filter = environmentFilter(environments);
   const runtime = logRegion({
     id: "runtime-log",
     title: "Runtime logs",
-    hint: "The project's apps (stdout, stderr) and the runner's system lines. Times in UTC.",
+    hint: "The project's apps (stdout, stderr) and the runner's system lines, each labelled with its environment and deployment. Times in UTC.",
+    labelled: true,
+    tools: filter.element,
   });
 
   /** @type {{id: string, close: () => void} | null} */
@@ -113,7 +119,7 @@ export async function deploymentsPage(main, ctx, projectId) {
   };
 
   const deploy = canWrite
-    ? await deploySection(base, projectId, async (d) => {
+    ? deploySection(projectId, environments, async (d) => {
         await history.reload();
         chooseBuild(d);
       })
@@ -133,8 +139,11 @@ export async function deploymentsPage(main, ctx, projectId) {
   const first = await history.reload();
   if (!alive()) return;
   if (first) chooseBuild(first);
-  if (ctx.can("project:read")) await followRuntime(base, runtime, streams, alive);
-  else runtime.setStatus(`Your role (${ctx.role ?? "none"}) cannot read runtime logs (it needs project:read).`, "error");
+  if (ctx.can("project:read")) await followRuntime(base, runtime, filter.select, streams, alive);
+  else {
+    filter.select.disabled = true;
+    runtime.setStatus(`Your role (${ctx.role ?? "none"}) cannot read runtime logs (it needs project:read).`, "error");
+  }
 }
 
 /**
@@ -149,42 +158,102 @@ function streamState(state, detail, what) {
 }
 
 /**
- * The newest runtime lines, then the stream after the last of them.
+ * The newest runtime lines of the environment chosen in `filter` (all when none), then the stream
+ * after the last of them. Choosing another environment closes the stream, clears the region and
+ * reads again with `?environment=` on both, so live lines are narrowed by the API as the page is.
  * @param {string} base
  * @param {import("./deployments-log.js").LogRegion} region
+ * @param {HTMLSelectElement} filter
  * @param {Set<{close: () => void}>} streams
  * @param {() => boolean} alive
  */
-async function followRuntime(base, region, streams, alive) {
-  region.setStatus("Loading the newest lines…");
-  let lastEventId;
+async function followRuntime(base, region, filter, streams, alive) {
+  /** @type {{close: () => void} | null} */
+  let stream = null;
+  /** Bumped by each choice: a page still loading for an earlier one is dropped, its stream stops. */
+  let generation = 0;
+  const load = async () => {
+    const mine = ++generation;
+    const current = () => alive() && mine === generation;
+    if (stream) {
+      streams.delete(stream);
+      stream.close();
+      stream = null;
+    }
+    region.clear();
+    const environment = filter.value;
+    const what = environment ? `runtime logs of ${environment}` : "runtime logs";
+    const narrowed = environment ? `?${new URLSearchParams({ environment })}` : "";
+    region.setStatus("Loading the newest lines…");
+    let lastEventId;
+    try {
+      const query = new URLSearchParams({ limit: String(RUNTIME_BACKLOG) });
+      if (environment) query.set("environment", environment);
+      const page = await api("GET", `${base}/logs?${query}`);
+      if (!current()) return;
+      region.append(page.items);
+      // No runtime line yet: every one the stream finds after 0 is new.
+      lastEventId = page.items.at(-1)?.id ?? "0";
+    } catch (e) {
+      if (current()) region.setStatus(`The ${what} could not be read: ${explain(e)}`, "error");
+      return;
+    }
+    stream = followStream(`${base}/logs/stream${narrowed}`, {
+      lastEventId,
+      alive: current,
+      onLines: (lines) => region.append(lines),
+      onState: (state, detail) => region.setStatus(streamState(state, detail, what)),
+      onFail: (e) => region.setStatus(`The ${what} stream stopped: ${explain(e)}`, "error"),
+    });
+    streams.add(stream);
+  };
+  filter.addEventListener("change", () => void load());
+  await load();
+}
+
+/**
+ * @typedef {{name: string, kind: "production" | "preview", branch: string | null}} Environment
+ * @typedef {{items: Environment[], error: unknown}} Environments
+ */
+
+/**
+ * The project's environments, read once for the deploy form and the runtime filter; a failure is
+ * shown by each where it is used.
+ * @param {string} base
+ * @returns {Promise<Environments>}
+ */
+async function readEnvironments(base) {
   try {
-    const page = await api("GET", `${base}/logs?limit=${RUNTIME_BACKLOG}`);
-    region.append(page.items);
-    // No runtime line yet: every one the stream finds after 0 is new.
-    lastEventId = page.items.at(-1)?.id ?? "0";
-  } catch (e) {
-    region.setStatus(`The runtime logs could not be read: ${explain(e)}`, "error");
-    return;
+    return { items: (await api("GET", `${base}/environments?limit=100`)).items, error: null };
+  } catch (error) {
+    return { items: [], error };
   }
-  if (!alive()) return;
-  const stream = followStream(`${base}/logs/stream`, {
-    lastEventId,
-    alive,
-    onLines: (lines) => region.append(lines),
-    onState: (state, detail) => region.setStatus(streamState(state, detail, "runtime logs")),
-    onFail: (e) => region.setStatus(`The runtime log stream stopped: ${explain(e)}`, "error"),
-  });
-  streams.add(stream);
+}
+
+/**
+ * The runtime logs' environment filter: "All environments", then each environment by name (the
+ * name its lines' labels show).
+ * @param {Environments} environments
+ */
+function environmentFilter(environments) {
+  const select = h(
+    "select",
+    { name: "runtime-environment" },
+    h("option", { value: "" }, "All environments"),
+    environments.items.map((e) => h("option", { value: e.name }, e.name)),
+  );
+  const element = field("Show lines from", select, environments.error ? `The environments could not be read: ${explain(environments.error)}` : undefined);
+  element.classList.add("inline", "log-filter");
+  return { element, select };
 }
 
 /**
  * The deploy form: an environment (production unless another is chosen) and the button.
- * @param {string} base
  * @param {string} projectId
+ * @param {Environments} environments
  * @param {(d: Deployment) => Promise<void>} queued
  */
-async function deploySection(base, projectId, queued) {
+function deploySection(projectId, environments, queued) {
   const environment = h("select", { name: "environment" });
   const done = h("p", { role: "status", class: "saved" });
   const button = h("button", { type: "submit" }, "Deploy");
@@ -194,13 +263,11 @@ async function deploySection(base, projectId, queued) {
     h("div", { class: "deploy-row" }, field("Environment", environment), button),
     done,
   );
-  try {
-    const envs = await api("GET", `${base}/environments?limit=100`);
-    for (const e of envs.items)
-      environment.append(h("option", { value: e.name }, e.kind === "production" ? `${e.name} (production)` : `${e.name} (preview of ${e.branch})`));
-  } catch (e) {
+  for (const e of environments.items)
+    environment.append(h("option", { value: e.name }, e.kind === "production" ? `${e.name} (production)` : `${e.name} (preview of ${e.branch})`));
+  if (environments.error) {
     environment.append(h("option", { value: "production" }, "production"));
-    showProblem(form, e);
+    showProblem(form, environments.error);
   }
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -9,7 +9,9 @@
  * a queued deployment canceled, an older ready one promoted after the confirmation step (the
  * API shows it current), a 409 (its build pruned meanwhile) shown on its row, and a viewer
  * without either button. A long failure reason (escapes removed, its quoted lines behind a
- * disclosure) wraps instead of widening the table.
+ * disclosure) wraps instead of widening the table. Runtime lines of production and a preview:
+ * each labelled with its environment and deployment, and the environment filter narrowing the
+ * page and the live stream alike.
  */
 import { and, eq } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -29,16 +31,16 @@ let viewer: Member;
 let projectId: string;
 const contexts: BrowserContext[] = [];
 
-/** A `queued` deployment of production written into the table, as POST /api/deployments would leave it. */
 const api = <T = any>(who: Member, method: string, path: string, json?: unknown, expected = 200) =>
   apiAs<T>(server.url, who.token, method, path, json, expected, who.orgId);
 
-async function seedQueued(project: string, commit: string, at = new Date()) {
+/** A `queued` deployment (of production unless named) written into the table, as POST /api/deployments would leave it. */
+async function seedQueued(project: string, commit: string, at = new Date(), environment = "production") {
   const db = server.harness.db;
   const [env] = await db
     .select()
     .from(environments)
-    .where(and(eq(environments.projectId, project), eq(environments.name, "production")));
+    .where(and(eq(environments.projectId, project), eq(environments.name, environment)));
   const d = await db.transaction((tx) =>
     insertDeployment(
       tx,
@@ -67,8 +69,8 @@ async function seedBuilding(project: string, commit: string) {
 }
 
 /** A deployment the runner built and switched to: ready and its environment's current one. */
-async function seedReady(project: string, commit: string, at: Date) {
-  const d = await seedQueued(project, commit, at);
+async function seedReady(project: string, commit: string, at: Date, environment = "production") {
+  const d = await seedQueued(project, commit, at, environment);
   await markStatus(server.harness.db, d.id, "building", at);
   await markStatus(server.harness.db, d.id, "deploying", at);
   await markReady(server.harness.db, d.id, at);
@@ -323,6 +325,73 @@ describe("deployments page", () => {
     await poll(() => buildLog(page).textContent()).toContain("building elsewhere");
     await writeLines({ orgId: other.orgId, projectId: otherProject, deploymentId: d.id }, "runtime", ["elsewhere is up"]);
     await poll(() => runtimeLog(page).textContent()).toContain("elsewhere is up");
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("runtime logs of several environments", () => {
+  it("labels every line with its environment and deployment; the filter shows one environment's lines, live ones too", async () => {
+    const project = (await api(owner, "POST", "/projects", { name: "two environments" }, 201)).id;
+    await api(owner, "POST", `/projects/${project}/environments`, { name: "preview-x", branch: "feature-x" }, 201);
+    const prod = await seedReady(project, "5".repeat(40), new Date(), "production");
+    const preview = await seedReady(project, "6".repeat(40), new Date(), "preview-x");
+    const of = (d: { id: string }) => ({ orgId: owner.orgId, projectId: project, deploymentId: d.id });
+    const label = (d: { id: string }, environment: string) => `[${environment} dpl_…${d.id.slice(-4)}]`;
+    await writeLines(of(prod), "runtime", ["prod up"]);
+    await writeLines(of(preview), "runtime", ["preview up"]);
+    await writeLines(of(preview), "runtime", ["preview warns"], "stderr");
+
+    const { page, errors } = await openAs(owner, `#/projects/${project}/deployments`);
+    const logReads: string[] = [];
+    page.on("request", (r) => r.url().includes(`/projects/${project}/logs`) && logReads.push(r.url().slice(server.url.length)));
+    const status = page.locator("#runtime-log-status");
+    /** Each line's text without its time (HH:MM:SS, UTC). */
+    const shown = async () => (await runtimeLog(page).locator(".line").allTextContents()).map((t) => t.replace(/^\d\d:\d\d:\d\d /, "").trimEnd());
+    await poll(shown).toEqual([
+      `${label(prod, "production")} prod up`,
+      `${label(preview, "preview-x")} preview up`,
+      `${label(preview, "preview-x")} [stderr] preview warns`,
+    ]);
+    // The label is its own element before the message, on every line.
+    expect(await runtimeLog(page).locator(".line > .log-source").allTextContents()).toEqual([
+      label(prod, "production"),
+      label(preview, "preview-x"),
+      label(preview, "preview-x"),
+    ]);
+    await poll(() => status.textContent()).toBe("Following the runtime logs live.");
+
+    const filter = page.getByLabel("Show lines from", { exact: true });
+    expect(await filter.locator("option").allTextContents()).toEqual(["All environments", "production", "preview-x"]);
+    expect(await filter.inputValue()).toBe("");
+    await expectAccessible(page, "deployments-runtime-labels");
+
+    // The preview only: the region cleared and read again, the page and the stream narrowed by the API.
+    logReads.length = 0;
+    await filter.selectOption("preview-x");
+    await poll(() => status.textContent()).toBe("Following the runtime logs of preview-x live.");
+    expect(await shown()).toEqual([`${label(preview, "preview-x")} preview up`, `${label(preview, "preview-x")} [stderr] preview warns`]);
+    expect(logReads).toEqual([`/api/projects/${project}/logs?limit=200&environment=preview-x`, `/api/projects/${project}/logs/stream?environment=preview-x`]);
+
+    // Live lines after the switch: production's never reach the page, the preview's do.
+    await writeLines(of(prod), "runtime", ["prod later"]);
+    await writeLines(of(preview), "runtime", ["preview later"]);
+    await poll(shown).toContain(`${label(preview, "preview-x")} preview later`);
+    expect((await runtimeLog(page).textContent())!).not.toContain("prod");
+    expect(await page.locator("#runtime-log-count").textContent()).toBe("3 lines.");
+
+    // Back to every environment: both again, each once, in order.
+    await filter.selectOption("");
+    await poll(() => status.textContent()).toBe("Following the runtime logs live.");
+    await poll(shown).toEqual([
+      `${label(prod, "production")} prod up`,
+      `${label(preview, "preview-x")} preview up`,
+      `${label(preview, "preview-x")} [stderr] preview warns`,
+      `${label(prod, "production")} prod later`,
+      `${label(preview, "preview-x")} preview later`,
+    ]);
+    await writeLines(of(prod), "runtime", ["prod last"]);
+    await poll(shown).toContain(`${label(prod, "production")} prod last`);
+    await expectAccessible(page, "deployments-runtime-filtered");
     expect(errors).toEqual([]);
   });
 });
