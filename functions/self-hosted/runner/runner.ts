@@ -75,6 +75,7 @@ import {
   deploymentStatuses,
   deploymentsToServe,
   forgetPorts,
+  recordDown,
   type JobContext,
   LEASE_MS,
   loadJob,
@@ -210,11 +211,9 @@ export function createRunner(deps: RunnerDeps): Runner {
     smokeWindowMs: settings.smokeWindowMs,
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
-    // Its port was taken while it was down: the route follows it (edges reload on the row's change).
-    onPortChanged: (spec, port) =>
-      void setServing(db, spec.deploymentId, runnerId, port, now()).catch((error) =>
-        deps.logger.error("runner_port_record_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }),
-      ),
+    // Down between a crash and the restarted app's next passed check: the route is off (edges hold requests, the project reads degraded), then back, on its port (a new one if its own was taken).
+    onDown: (spec) => void recordDown(db, spec.deploymentId, runnerId).catch((error) => reportRecordFailure(spec, error)),
+    onUp: (spec, port) => void setServing(db, spec.deploymentId, runnerId, port, now()).catch((error) => reportRecordFailure(spec, error)),
     // One line in the server's output per crash of an app (its details are in the deployment's runtime log).
     onRestart: (spec, attempt, reason) =>
       deps.logger.error("app_crashed", { deploymentId: spec.deploymentId, projectId: spec.projectId, reason, restart: attempt }),
@@ -222,6 +221,10 @@ export function createRunner(deps: RunnerDeps): Runner {
     onDiskExceeded: (spec, reason) => giveUp(spec, `was stopped: ${reason}`),
     onGiveUp: (spec, reason) => giveUp(spec, `crashed too often and was stopped: ${reason}`),
   });
+
+  function reportRecordFailure(spec: AppSpec, error: unknown) {
+    deps.logger.error("runner_route_record_failed", { deploymentId: spec.deploymentId, error: (error as Error).message });
+  }
 
   /** The app no longer runs (`what` happened to it): recorded as crashed, `service.crashed` emitted. */
   function giveUp(spec: AppSpec, what: string) {

@@ -115,6 +115,14 @@ export async function forgetPorts(db: Db, runnerId: string): Promise<void> {
     .where(and(eq(deployments.servedBy, runnerId), isNotNull(deployments.port)));
 }
 
+/** The app crashed and is being restarted: no port until it answers again (setServing), so edges hold its requests. */
+export async function recordDown(db: Db, id: string, runnerId: string): Promise<void> {
+  await db
+    .update(deployments)
+    .set({ port: null })
+    .where(and(eq(deployments.id, id), eq(deployments.servedBy, runnerId)));
+}
+
 /** The app was given up after too many crashes: it stays the record but no longer serves. */
 export async function setCrashed(db: Db, id: string, now: Date): Promise<DeploymentRow | undefined> {
   const [row] = await db.update(deployments).set({ crashedAt: now, port: null, updatedAt: now }).where(eq(deployments.id, id)).returning();

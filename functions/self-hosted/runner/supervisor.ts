@@ -21,8 +21,10 @@
  * - After the launch, a process that exits on its own is a crash: what it left in
  *   its group is stopped, and it is started again after a backoff (base delay
  *   doubling per crash in the window, capped), on the same port, so routing does
- *   not change; if another process took that port meanwhile, on a new one, and
- *   `onPortChanged` tells the runner (which records it: the edges follow). More than `maxRestarts` crashes of the app within `windowMs` gives
+ *   not change; if another process took that port meanwhile, on a new one. From
+ *   the crash until the restarted app passes its check again the app is down:
+ *   `onDown` at the crash, `onUp` with its port once it answers (the runner
+ *   takes the route off and puts it back: edges hold requests meanwhile). More than `maxRestarts` crashes of the app within `windowMs` gives
  *   it up: everything of the app is stopped and `onGiveUp` is called.
  * - `stop`: no restarts from then on; SIGTERM to every process group, SIGKILL
  *   after `stopGraceMs`; or the static server closed.
@@ -69,6 +71,8 @@ interface AppState {
   failLaunch?: (reason: Error) => void;
   /** When it first passed its health check (the smoke window runs from there), while launching. */
   answeredAt?: number;
+  /** After a crash restart: waits for the health check to pass again (then onUp); aborted by the next crash or a stop. */
+  upWatch?: AbortController;
   stopped?: Promise<void>;
 }
 
@@ -148,6 +152,11 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
         );
       return;
     }
+    // Nothing answers until the restart passed its check again: the runner takes the route off (edges hold requests meanwhile).
+    if (proc.spec.http) {
+      app.upWatch?.abort();
+      deps.onDown?.(app.spec, what);
+    }
     // What the process left behind in its group could hold the port: end it first.
     await spawned?.stop(deps.stopGraceMs);
     if (app.stopping) return;
@@ -177,7 +186,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
   };
 
   const restart = async (app: AppState, proc: ProcState, attempt: number, what: string) => {
-    // Another process may have taken the port meanwhile: the app then moves, and the route follows (onPortChanged).
+    // Another process may have taken the port meanwhile: the app then moves, and the route follows (onUp's port).
     if (proc.spec.http && !(await portIsFree(app.port))) {
       const old = app.port;
       try {
@@ -187,11 +196,23 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
         return;
       }
       line(app, "system", `Port ${old} is in use by another process: ${proc.spec.name} restarts on port ${app.port}`, proc.spec.name);
-      deps.onPortChanged?.(app.spec, app.port);
     }
     if (app.stopping) return;
     void start(app, proc);
     deps.onRestart?.(app.spec, attempt, what);
+    if (proc.spec.http) {
+      // Back on the route once it passes its check again (a crash before that aborts the watch and reports down again).
+      const watch = new AbortController();
+      app.upWatch = watch;
+      const check = { path: app.spec.healthPath ?? "/", strict: app.spec.healthPath !== undefined };
+      const port = app.port;
+      if (await waitForHttp(port, check, deps.healthTimeoutMs, watch.signal)) {
+        if (!watch.signal.aborted && !app.stopping) {
+          line(app, "system", `Answering on port ${port} again`, proc.spec.name);
+          deps.onUp?.(app.spec, port);
+        }
+      }
+    }
   };
 
   /** The disk limit of a running app: over it, the app is stopped and the runner told (it records the reason). */
@@ -209,6 +230,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
   const stopApp = (app: AppState): Promise<void> => {
     app.stopping = true;
     app.stopDiskWatch?.();
+    app.upWatch?.abort();
     app.stopped ??= (async () => {
       app.failLaunch?.(new Error("the app was stopped before it answered"));
       for (const proc of app.procs) {

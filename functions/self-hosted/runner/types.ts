@@ -87,8 +87,10 @@ export interface SupervisorDeps {
   restart?: RestartPolicy;
   /** The jail of one app process (sandbox/sandbox.ts); absent or undefined: unconfined. */
   jail?: (input: JailInput) => Promise<Jail | undefined>;
-  /** Called when a crashed app restarts on a new port (its own was taken by another process meanwhile). */
-  onPortChanged?(spec: AppSpec, port: number): void;
+  /** A launched app's web process crashed: nothing answers until onUp. */
+  onDown?(spec: AppSpec, reason: string): void;
+  /** After a crash, the restarted app passes its health check again, on `port` (a new one when its own was taken meanwhile). */
+  onUp?(spec: AppSpec, port: number): void;
   /** Called when a running app went over its disk limit and was stopped (the runner records it like a give-up). */
   onDiskExceeded?(spec: AppSpec, reason: string): void;
 }
