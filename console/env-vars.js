@@ -4,6 +4,10 @@
  * what changed is sent (a changed value, a new key, a deletion). A secret reads as the mask;
  * left alone it is not sent at all, so the stored secret stays as it is. Making a secret plain
  * needs its value typed again (the stored one is never shown).
+ *
+ * A deployment keeps the variables, resources and options it was queued with, so a saved change
+ * reaches the app only with a new deployment: next to the save, the environment's `needsRedeploy`
+ * (GET /api/projects/{id}/environments) says so, with what differs and a link to deploy.
  */
 import { api } from "./api.js";
 import { h } from "./dom.js";
@@ -28,6 +32,9 @@ export async function envVarsSection(id, canWrite) {
   const environment = h("select", { id: "env-environment", name: "environment" });
   const list = h("div", { class: "env-list" });
   const saved = h("p", { role: "status", class: "saved" });
+  const redeploy = h("p", { class: "note redeploy", role: "status", hidden: true });
+  /** @type {Map<string, {needsRedeploy: boolean, changes: string[]}>} */
+  let states = new Map();
   const add = h("button", { type: "button", class: "secondary" }, "Add variable");
   const form = h(
     "form",
@@ -40,6 +47,7 @@ export async function envVarsSection(id, canWrite) {
       h("div", { class: "actions" }, add, h("button", { type: "submit" }, "Save variables")),
     ),
     saved,
+    redeploy,
   );
   const section = h(
     "section",
@@ -126,8 +134,23 @@ export async function envVarsSection(id, canWrite) {
     addRow(undefined).key?.focus();
   });
 
+  /** What the chosen environment's current deployment lacks of the live configuration, if anything. */
+  const showRedeploy = () => {
+    const name = environment.value || "production";
+    const state = states.get(name);
+    redeploy.hidden = !state?.needsRedeploy;
+    if (!state?.needsRedeploy) return redeploy.replaceChildren();
+    redeploy.replaceChildren(
+      h("strong", {}, "Redeploy needed: "),
+      `the current deployment of ${name} runs older ${state.changes.join(", ")}. A deployment keeps what it was deployed with (a rollback restores it); `,
+      h("a", { href: `#/projects/${encodeURIComponent(id)}/deployments` }, "deploy again"),
+      " to apply the changes.",
+    );
+  };
+
   environment.addEventListener("change", () => {
     saved.textContent = "";
+    showRedeploy();
     clearErrors(form);
     void load().catch((e) => showProblem(form, e));
   });
@@ -195,6 +218,7 @@ export async function envVarsSection(id, canWrite) {
       const result = await api("PATCH", `${base}/env`, { environment: environment.value || "production", upserts, deletes });
       await load();
       saved.textContent = `Saved: ${result.upserted.length} set, ${result.deleted.length} deleted.`;
+      await readEnvironments();
     } catch (e) {
       showProblem(form, e, fields);
     }
@@ -209,6 +233,12 @@ export async function envVarsSection(id, canWrite) {
       ),
     );
     if (chosen) environment.value = chosen;
+    states = new Map(
+      envs.items.map(
+        /** @param {{name: string, needsRedeploy: boolean, changes: string[]}} e */ (e) => [e.name, { needsRedeploy: e.needsRedeploy, changes: e.changes }],
+      ),
+    );
+    showRedeploy();
   };
   // The environments section dispatches this after creating one: the picker offers it at once.
   section.addEventListener("environments-changed", () => void readEnvironments().catch((e) => showProblem(form, e)));
