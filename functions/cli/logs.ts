@@ -2,9 +2,9 @@
  * `logs <project>`: the project's runtime logs (GET /api/projects/:id/logs, newest
  * last), every line labelled with its environment and deployment, and with --follow
  * the live stream after them (GET …/logs/stream, resumed with Last-Event-ID: no line
- * missed or shown twice) until Ctrl-C. With
- * `--deployment <id>`: that deployment's build log, and with --follow until the
- * build ends (the exit code tells how).
+ * missed or shown twice) until Ctrl-C; `--env <name>` narrows both to one environment
+ * (`?environment=`, filtered by the API). With `--deployment <id>`: that deployment's
+ * build log, and with --follow until the build ends (the exit code tells how).
  */
 import { apiBase, CliError, call, checkToken, type Client, resolveProject } from "./api";
 import { follow, type LogLine, type StreamEnd } from "./sse";
@@ -12,6 +12,8 @@ import { follow, type LogLine, type StreamEnd } from "./sse";
 export interface LogsOptions extends Client {
   project: string;
   deploymentId?: string;
+  /** Runtime logs of this environment only (its name); all of the project's without it. */
+  environment?: string;
   followLogs?: boolean;
   limit?: number;
   /** Log lines (stdout in the command). */
@@ -78,12 +80,16 @@ export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
     } while (cursor && ++pages < 1000);
     return null;
   }
-  const { body } = await call<Page>(opts, "GET", `/api/projects/${id}/logs?limit=${opts.limit ?? 100}`);
+  // The same narrowing on the page and the stream, so the followed lines are the page's environment's too.
+  const narrowed: Record<string, string> = opts.environment === undefined ? {} : { environment: opts.environment };
+  const pageQuery = new URLSearchParams({ limit: String(opts.limit ?? 100), ...narrowed });
+  const streamQuery = String(new URLSearchParams(narrowed));
+  const { body } = await call<Page>(opts, "GET", `/api/projects/${id}/logs?${pageQuery}`);
   for (const l of body.items) opts.out(formatRuntimeLine(l));
   if (opts.followLogs) {
     const last = body.items.at(-1)?.id;
     await follow({
-      url: `${base}/api/projects/${id}/logs/stream`,
+      url: `${base}/api/projects/${id}/logs/stream${streamQuery ? `?${streamQuery}` : ""}`,
       // Without a line shown yet, the stream starts with the lines written from now on.
       lastEventId: last,
       token: () => opts.token,

@@ -2,7 +2,7 @@
  * The `wsp` command (package.json `bin`). Usage:
  *
  *   wsp deploy <folder> [--api URL] [--token TOKEN] [--org ORG_ID] [--name NAME] [--project PROJECT_ID] [--env NAME] [--no-wait] [--json]
- *   wsp logs <project> [--follow] [--deployment DEPLOYMENT_ID] [--limit N] [--api URL] [--token TOKEN] [--org ORG_ID]
+ *   wsp logs <project> [--follow] [--env NAME] [--deployment DEPLOYMENT_ID] [--limit N] [--api URL] [--token TOKEN] [--org ORG_ID]
  *
  * --api, --token and --org default to WORKSPACE_API_URL, WORKSPACE_TOKEN and
  * WORKSPACE_ORG (prefer the variable for the token: arguments show in `ps`).
@@ -23,7 +23,8 @@ token; never uploaded): deploying the folder again updates that project. Delete
 .wsp/project.json to deploy the folder as a new project.
 
 logs: prints the project's runtime logs (newest last); <project> is an id, a
-name or a slug.
+name or a slug. Each line is labelled with where it comes from, its environment
+and the end of its deployment id: [production dpl_…a1b2].
 
 Options:
   --api <url>        API base URL (default: $WORKSPACE_API_URL)
@@ -32,6 +33,7 @@ Options:
   --name <name>      deploy: project name (default: the project's current name, else the folder's name)
   --project <id>     deploy: update this project (default: the one the folder is linked to)
   --env <name>       deploy: the environment to deploy (default: production)
+                     logs: only that environment's runtime lines (default: all of them)
   --no-wait          deploy: return once the build is queued
   --json             deploy: print the project (with its deployment) as JSON
   -f, --follow       logs: keep printing new lines until Ctrl-C (with --deployment: until the build ends)
@@ -97,6 +99,11 @@ export async function main(argv: string[], io: Io, options: MainOptions = {}): P
     io.err("--limit must be a whole number from 1 to 1000\n");
     return 2;
   }
+  if (command === "logs" && values.env !== undefined && values.deployment !== undefined) {
+    // A build log is one deployment's: there is nothing to narrow.
+    io.err("--env narrows the runtime logs; a build log (--deployment) is one deployment's\n");
+    return 2;
+  }
   const api = values.api ?? io.env.WORKSPACE_API_URL;
   const token = values.token ?? io.env.WORKSPACE_TOKEN;
   if (!api || !token) {
@@ -118,6 +125,7 @@ export async function main(argv: string[], io: Io, options: MainOptions = {}): P
         org,
         project: target,
         deploymentId: values.deployment,
+        environment: values.env,
         followLogs: values.follow,
         limit,
         out: io.out,
