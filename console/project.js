@@ -83,7 +83,7 @@ function overview(p) {
     h(
       "dl",
       { class: "facts" },
-      item("Status", [statusBadge(p.status), p.asleep ? " (asleep)" : ""]),
+      item("Status", [statusBadge(p.status), p.asleep ? " (asleep)" : "", p.statusReason ? h("p", { class: "status-reason" }, p.statusReason) : null]),
       item("Location", p.location),
       item("Latest deployment", p.latestDeployment ? `${p.latestDeployment.status} · ${new Date(p.latestDeployment.createdAt).toLocaleString()}` : "none yet"),
       item("Free route", [free.hostname, " ", h("span", { class: "sub" }, `(${free.state})`)]),

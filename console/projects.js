@@ -5,7 +5,7 @@ import { h } from "./dom.js";
 import { explain } from "./forms.js";
 
 /**
- * @typedef {{id: string, name: string, slug: string, status: string, asleep: boolean, location: string,
+ * @typedef {{id: string, name: string, slug: string, status: string, statusReason: string | null, asleep: boolean, location: string,
  *   routes: {free: {hostname: string, state: string}, domains: {hostname: string, primary: boolean}[]}}} ProjectItem
  */
 

@@ -3,12 +3,10 @@ import { z } from "@hono/zod-openapi";
 import { GIT_PROVIDERS as HOST_PROVIDERS } from "../../shared/git/hosts";
 import { CONFIG_PARTS } from "../deployments/config-drift";
 import { pathId } from "../../shared/http/params";
+import { PROJECT_STATUSES, STATUS_DOC } from "./status";
 import { DEPLOYMENT_STATUSES, GIT_PROVIDERS, ROUTING_STATES, SLEEP_MODES, type ProjectOptions, type projects } from "../../shared/db/schema";
 
-export const PROJECT_STATUSES = ["created", "live", "disabled"] as const;
-
-export const STATUS_DOC =
-  "Project status: `created` (recorded, no deployment has gone live yet; deploys allowed), `live` (a deployment is ready and serving), `disabled` (deploys paused, every route offline). Disable and enable only toggle `disabled`; `created` versus `live` follows the deployment history.";
+export { PROJECT_STATUSES, STATUS_DOC } from "./status";
 
 export const ProjectIdParam = z.object({
   id: pathId("id", "Project id (`prj_…`)"),
@@ -183,6 +181,7 @@ export const ProjectSchema = z
     name: z.string(),
     slug: z.string().openapi({ description: "Label of the free route, fixed at creation and unique across the deployment" }),
     status: z.enum(PROJECT_STATUSES).openapi({ description: STATUS_DOC }),
+    statusReason: z.string().nullable().openapi({ description: "Why the status is `degraded` or `crashed` (which deployment, what to do); null otherwise" }),
     asleep: z.boolean().openapi({
       description:
         "The production app is stopped for being idle (sleep mode `auto_sleep`, self-hosted: after SLEEP_AFTER without a request); the next request to it wakes it",

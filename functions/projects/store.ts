@@ -12,6 +12,7 @@ import { ApiError, notFound } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
 import { projectRedeployState, redeployStates } from "../deployments/config-drift";
 import { slugCandidates } from "./slug";
+import { projectStates } from "./status";
 import type { ProjectView } from "./schema";
 
 export type ProjectRow = typeof projects.$inferSelect;
@@ -107,19 +108,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
     .from(deployments)
     .where(inArray(deployments.projectId, ids))
     .orderBy(deployments.projectId, desc(deployments.id));
-  // Live = a production deployment is ready (an older one keeps serving after a failed build).
-  const live = await ex
-    .selectDistinct({ projectId: deployments.projectId })
-    .from(deployments)
-    .innerJoin(environments, eq(environments.id, deployments.environmentId))
-    .where(and(inArray(deployments.projectId, ids), eq(deployments.status, "ready"), eq(environments.kind, "production")));
-  const liveIds = new Set(live.map((l) => l.projectId));
-  const asleep = await ex
-    .selectDistinct({ projectId: deployments.projectId })
-    .from(deployments)
-    .innerJoin(environments, eq(environments.id, deployments.environmentId))
-    .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true), isNotNull(deployments.asleepAt), eq(environments.kind, "production")));
-  const asleepIds = new Set(asleep.map((a) => a.projectId));
+  const states = await projectStates(ex, rows);
   const redeploy = await redeployStates(ex, rows);
   return rows.map((row) => {
     const last = latest.find((d) => d.projectId === row.id);
@@ -127,8 +116,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
       id: row.id,
       name: row.name,
       slug: row.slug,
-      status: row.disabledAt ? "disabled" : liveIds.has(row.id) ? "live" : "created",
-      asleep: asleepIds.has(row.id),
+      ...states.get(row.id)!,
       disabledAt: iso(row.disabledAt),
       framework: row.framework,
       buildCommand: row.options.buildCommand ?? null,

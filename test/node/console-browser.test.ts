@@ -17,11 +17,15 @@ import {
   expectAccessible,
   launchChromium,
   newContext,
+  overflowsAtPhoneWidth,
   screenshots,
   startConsoleServer,
   type ConsoleServer,
   watchPageErrors,
 } from "../support/browser";
+import { and, eq } from "drizzle-orm";
+import { deployments, environments } from "../../shared/db/schema";
+import { newId } from "../../shared/ids";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 const MASK = "\u2022".repeat(8);
@@ -240,6 +244,32 @@ describe("project page", () => {
     expect(await tooLong.evaluate((el) => el === document.activeElement)).toBe(true);
     await expectAccessible(page, "project-field-error");
     expect(errors).toEqual([]);
+  });
+
+  it("shows a degraded project's status and why, wrapped, and live again once its app answers", async () => {
+    const [env] = await server.harness.db
+      .select()
+      .from(environments)
+      .where(and(eq(environments.projectId, projectId), eq(environments.name, "production")));
+    // The current deployment's app is down (a crash restart in progress): no port.
+    const id = newId("dpl");
+    await server.harness.db
+      .insert(deployments)
+      .values({ id, orgId: owner.orgId, projectId, environmentId: env!.id, status: "ready", current: true, servedBy: "test-runner", port: null });
+    try {
+      const { page, errors } = await freshPage();
+      await signInByToken(page, owner, `/#/projects/${projectId}`);
+      await page.locator(".badge.status-degraded").waitFor();
+      expect(await page.locator(".status-reason").textContent()).toContain(`The app of deployment ${id} does not answer now`);
+      expect(await overflowsAtPhoneWidth(page)).toBe(false);
+      await server.harness.db.update(deployments).set({ port: 9 }).where(eq(deployments.id, id));
+      await page.reload();
+      await page.locator(".badge.status-live").waitFor();
+      expect(await page.locator(".status-reason").count()).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await server.harness.db.delete(deployments).where(eq(deployments.id, id));
+    }
   });
 
   it("enforces the resources bounds in the form and saves a change", async () => {

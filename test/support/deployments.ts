@@ -2,10 +2,10 @@
 import { and, eq } from "drizzle-orm";
 import { DeploymentSchema } from "../../functions/deployments/schema";
 import { insertDeployment, markReady, markStatus } from "../../functions/deployments/store";
-import { environments } from "../../shared/db/schema";
+import { deployments, environments } from "../../shared/db/schema";
 import { pageOf } from "../../shared/http/pagination";
 import { expectBody, type Harness, type Member } from "./harness";
-import type { Project } from "./projects";
+import { type Project, SERVING } from "./projects";
 
 export const DeploymentList = pageOf(DeploymentSchema, "DeploymentList");
 
@@ -28,10 +28,11 @@ export function deploymentHelpers(h: Harness) {
     );
   };
 
-  /** What the runner will do to a queued deployment that works out: building, deploying, then ready and current. */
+  /** What the runner will do to a queued deployment that works out: building, deploying, its app answering on a port, then ready and current. */
   const runToReady = async (id: string) => {
     await markStatus(h.db, id, "building", new Date());
     await markStatus(h.db, id, "deploying", new Date());
+    await h.db.update(deployments).set({ servedBy: SERVING.servedBy, port: SERVING.port }).where(eq(deployments.id, id));
     return markReady(h.db, id, new Date());
   };
 

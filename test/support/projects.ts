@@ -26,7 +26,7 @@ export function projectHelpers(h: Harness) {
   const call = (t: Member, path: string, init: { method?: string; json?: unknown; token?: string; org?: string } = {}) =>
     h.request(`/api/projects${path}`, { token: init.token ?? t.token, method: init.method, json: init.json, org: init.org });
   const get = async (t: Member, id: string) => (await expectBody(await call(t, `/${id}`), 200, ProjectSchema)) as Project;
-  /** A deployment row, as the deployments API would write it. */
+  /** A deployment row, as the deployments API would write it; a `ready` one as a runner leaves it: current, its app answering on a port. */
   const addDeployment = async (p: Project, status: "queued" | "building" | "ready" | "failed" = "ready", envName = "production") => {
     const [env] = await h.db
       .select()
@@ -34,12 +34,24 @@ export function projectHelpers(h: Harness) {
       .where(and(eq(environments.projectId, p.id), eq(environments.name, envName)));
     const [row] = await h.db
       .insert(deployments)
-      .values({ id: nextDeploymentId(), orgId: env!.orgId, projectId: p.id, environmentId: env!.id, status, branch: "main", commitSha: "a".repeat(40) })
+      .values({
+        id: nextDeploymentId(),
+        orgId: env!.orgId,
+        projectId: p.id,
+        environmentId: env!.id,
+        status,
+        branch: "main",
+        commitSha: "a".repeat(40),
+        ...(status === "ready" ? SERVING : {}),
+      })
       .returning();
     return row!;
   };
   return { create, call, get, addDeployment };
 }
+
+/** What a runner records on a deployment whose app answers (no process listens there in these suites). */
+export const SERVING = { current: true, servedBy: "test-runner", port: 9 } as const;
 
 export const MASK = "••••••••";
 

@@ -44,6 +44,32 @@ describe("projects: status and routing", () => {
     expect(info.runtime.serving?.id).toBe(ready.id);
   });
 
+  it("never live while nothing answers: degraded while the current app is down, crashed once it was stopped, each with the reason; asleep is live", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    const ready = await addDeployment(p, "ready");
+    expect(await get(t, p.id)).toMatchObject({ status: "live", statusReason: null });
+
+    // A crash: the runner takes the app's port off until it answers again.
+    await h.db.update(deployments).set({ port: null }).where(eq(deployments.id, ready.id));
+    const down = await get(t, p.id);
+    expect(down.status).toBe("degraded");
+    expect(down.statusReason).toContain(ready.id);
+    expect(down.statusReason).toMatch(/does not answer now/);
+
+    await h.db.update(deployments).set({ crashedAt: new Date() }).where(eq(deployments.id, ready.id));
+    const crashed = await get(t, p.id);
+    expect(crashed.status).toBe("crashed");
+    expect(crashed.statusReason).toMatch(new RegExp(`^The app of deployment ${ready.id} crashed more often than the restart policy allows`));
+    // Disabled wins, and says no more.
+    expect(await expectBody(await call(t, `/${p.id}/disable`, { method: "POST" }), 200, ProjectSchema)).toMatchObject({ status: "disabled", statusReason: null });
+    await expectBody(await call(t, `/${p.id}/enable`, { method: "POST" }), 200, ProjectSchema);
+
+    // Asleep (auto_sleep): stopped on purpose, the next request wakes it.
+    await h.db.update(deployments).set({ crashedAt: null, asleepAt: new Date() }).where(eq(deployments.id, ready.id));
+    expect(await get(t, p.id)).toMatchObject({ status: "live", statusReason: null, asleep: true });
+  });
+
   it("a ready preview deployment alone does not make the project live", async () => {
     const t = await seedTenant(h);
     const p = await create(t);
