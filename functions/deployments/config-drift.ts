@@ -25,17 +25,18 @@ export type ProjectConfigRow = Pick<
 >;
 
 /**
- * The variables' digest of the environment the outer query's `environmentId`
- * column names, as a scalar subquery over the rows as stored (key, kind, value or
- * ciphertext), keys in byte order so the database's collation never changes it.
- * The column is written with its table's name: drizzle leaves it out in a
- * one-table select, and env_vars has an `environment_id` of its own.
+ * The variables' digest of the environment the outer query's row names (its
+ * project and environment columns), as a scalar subquery over the rows as stored
+ * (key, kind, value or ciphertext; found through env_vars' primary key), keys in
+ * byte order so the database's collation never changes it. The columns are written
+ * with their table's name: drizzle leaves it out in a one-table select, and
+ * env_vars has columns of the same names.
  */
-export function variablesDigest(environmentId: AnyPgColumn): SQL<string> {
-  const outer = sql`${sql.identifier(getTableName(environmentId.table))}.${sql.identifier(environmentId.name)}`;
+export function variablesDigest(outer: { projectId: AnyPgColumn; environmentId: AnyPgColumn }): SQL<string> {
+  const ref = (c: AnyPgColumn) => sql`${sql.identifier(getTableName(c.table))}.${sql.identifier(c.name)}`;
   return sql<string>`(
   select encode(sha256(convert_to(coalesce(string_agg(json_build_array(v.key, v.is_secret, coalesce(v.value, v.value_ciphertext))::text, E'\\n' order by v.key collate "C"), ''), 'UTF8')), 'hex')
-  from ${envVars} v where v.environment_id = ${outer})`;
+  from ${envVars} v where v.project_id = ${ref(outer.projectId)} and v.environment_id = ${ref(outer.environmentId)})`;
 }
 
 /** The resources a deployment pins: what confines its build and its app. Sleep mode is not among them: it applies at once to whatever runs. */
@@ -93,7 +94,7 @@ export async function redeployStates(
       environmentId: deployments.environmentId,
       projectId: deployments.projectId,
       snapshot: deployments.configSnapshot,
-      liveDigest: variablesDigest(deployments.environmentId),
+      liveDigest: variablesDigest(deployments),
     })
     .from(deployments)
     .where(

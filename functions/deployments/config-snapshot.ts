@@ -54,7 +54,7 @@ export async function insertPinnedDeployment(tx: Tx, keyring: Keyring, fields: N
     .where(eq(projects.id, scope.projectId));
   const variables: PinnedVariable[] = await decryptedEnv(tx, keyring, scope);
   const [digest] = await tx
-    .select({ value: variablesDigest(environments.id) })
+    .select({ value: variablesDigest({ projectId: environments.projectId, environmentId: environments.id }) })
     .from(environments)
     .where(eq(environments.id, scope.environmentId));
   const configSnapshot: ConfigSnapshot = { resources: resourcesOf(project!), options: project!.options, variablesDigest: digest!.value };
