@@ -32,14 +32,35 @@ export async function listEnvironments(ex: Executor, projectId: string, limit: n
  * `undefined` when the name is taken. KEY SHARE keeps a concurrent DELETE of the
  * project out until commit.
  */
-export async function createPreviewEnvironment(db: Db, orgId: string, projectId: string, name: string, branch: string): Promise<EnvironmentRow | undefined> {
+export async function createPreviewEnvironment(
+  db: Db,
+  orgId: string,
+  projectId: string,
+  name: string,
+  branch: string,
+  autoRollback?: boolean,
+): Promise<EnvironmentRow | undefined> {
   return db.transaction(async (tx) => {
     const project = await findProject(tx, orgId, projectId, "key share");
     const [row] = await tx
       .insert(environments)
-      .values({ id: newId("env"), orgId, projectId: project.id, name, kind: "preview", branch })
+      .values({ id: newId("env"), orgId, projectId: project.id, name, kind: "preview", branch, autoRollback })
       .onConflictDoNothing()
       .returning();
     return row;
   });
+}
+
+/** Whether the environment rolls back on its own after its current app is given up: as set, else on for production only. */
+export const autoRollbackOf = (e: Pick<EnvironmentRow, "kind" | "autoRollback">): boolean => e.autoRollback ?? e.kind === "production";
+
+/** Sets the environment's autoRollback (the caller's project, else 404); undefined when it has no such environment. */
+export async function setAutoRollback(db: Db, orgId: string, projectId: string, name: string, autoRollback: boolean): Promise<EnvironmentRow | undefined> {
+  const project = await findProject(db, orgId, projectId);
+  const [row] = await db
+    .update(environments)
+    .set({ autoRollback })
+    .where(and(eq(environments.projectId, project.id), eq(environments.name, name)))
+    .returning();
+  return row;
 }

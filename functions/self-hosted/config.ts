@@ -8,6 +8,7 @@ import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
 import { type StorageQuotas, storageQuotasFromEnv } from "../../shared/storage/quotas";
+import type { RestartPolicy } from "./runner/types";
 import type { SandboxSettings } from "./runner/sandbox/sandbox";
 import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
@@ -115,6 +116,8 @@ export interface RunnerSettings {
   logRate: number;
   /** The server's variables (names) passed into builds, and their values as read at start. */
   buildEnv: Record<string, string>;
+  /** The crash-restart policy; not configurable (supervisor.ts's default), the test suites shorten it. */
+  restart?: RestartPolicy;
 }
 
 /** What builds behind a proxy or a private CA need from the server's environment, when BUILD_ENV_PASSTHROUGH is not set. */

@@ -50,7 +50,8 @@ import type { Db } from "../../../shared/db/types";
 import type { GitHosts } from "../../../shared/git/hosts";
 import type { Logger } from "../../../shared/http/logger";
 import type { UploadStorage } from "../../../shared/storage/types";
-import { type DeploymentRow, markReady } from "../../deployments/store";
+import { type DeploymentRow, markReady, promoteDeployment } from "../../deployments/store";
+import { autoRollbackOf } from "../../projects/environments-store";
 import { discardArtifact } from "../../deployments/artifacts";
 import { recordWorkDirUsage } from "../work-dir-usage";
 import type { NewLogLine } from "../../logs/store";
@@ -74,8 +75,10 @@ import {
   decryptServiceValues,
   deploymentStatuses,
   deploymentsToServe,
+  environmentOf,
   forgetPorts,
   recordDown,
+  rollbackTarget,
   type JobContext,
   LEASE_MS,
   loadJob,
@@ -209,6 +212,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     skipped: (id, lines) => limiter.skipped(id, lines),
     healthTimeoutMs: settings.healthTimeoutMs,
     smokeWindowMs: settings.smokeWindowMs,
+    restart: settings.restart,
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
     // Down between a crash and the restarted app's next passed check: the route is off (edges hold requests, the project reads degraded), then back, on its port (a new one if its own was taken).
@@ -234,8 +238,37 @@ export function createRunner(deps: RunnerDeps): Runner {
       await deps.writer.flush();
       const row = await setCrashed(db, spec.deploymentId, now());
       masks.delete(spec.deploymentId);
-      if (row) await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} ${what}`);
+      if (!row) return;
+      const back = row.current ? await rollBack(row) : undefined;
+      const then = back ? `; deployment ${back.id} was promoted in its place (autoRollback)` : "";
+      await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} ${what}${then}`, back ? { rolledBackTo: back.id } : {});
     })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
+  }
+
+  /**
+   * autoRollback: the environment's previous ready deployment becomes current
+   * again (its kept build and pinned configuration; the reconcile starts it, the
+   * edges hold requests meanwhile), said on both deployments' runtime logs.
+   */
+  async function rollBack(crashed: DeploymentRow): Promise<DeploymentRow | undefined> {
+    const env = await environmentOf(db, crashed.environmentId);
+    if (!env || !autoRollbackOf(env)) return undefined;
+    const target = await rollbackTarget(db, crashed, runnerId);
+    if (!target) {
+      system(crashed, "runtime", `No rollback: ${env.name} has no earlier ready deployment kept on this server`);
+      return undefined;
+    }
+    try {
+      await promoteDeployment(db, crashed.orgId, target.id, now());
+    } catch (error) {
+      system(crashed, "runtime", `Rollback to deployment ${target.id} failed: ${(error as Error).message}`);
+      return undefined;
+    }
+    system(crashed, "runtime", `Rolled back: deployment ${target.id} is ${env.name}'s current deployment again (autoRollback)`);
+    system(target, "runtime", `Promoted again in place of deployment ${crashed.id}, whose app crashed too often (autoRollback)`);
+    deps.logger.error("app_rolled_back", { deploymentId: crashed.id, projectId: crashed.projectId, to: target.id });
+    void reconcile();
+    return target;
   }
 
   /** Lines dropped over RUNNER_LOG_RATE: one system line per deployment and interval. */

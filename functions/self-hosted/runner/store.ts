@@ -123,6 +123,40 @@ export async function recordDown(db: Db, id: string, runnerId: string): Promise<
     .where(and(eq(deployments.id, id), eq(deployments.servedBy, runnerId)));
 }
 
+/**
+ * Where an environment rolls back to after its current app was given up: the
+ * newest ready deployment older than `crashed`, built and kept here (served by
+ * this runner, not pruned), that never crashed; undefined when there is none.
+ */
+export async function rollbackTarget(db: Db, crashed: DeploymentRow, runnerId: string): Promise<DeploymentRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(deployments)
+    .where(
+      and(
+        eq(deployments.environmentId, crashed.environmentId),
+        eq(deployments.status, "ready"),
+        eq(deployments.current, false),
+        eq(deployments.servedBy, runnerId),
+        isNull(deployments.crashedAt),
+        isNull(deployments.prunedAt),
+        lt(deployments.id, crashed.id),
+      ),
+    )
+    .orderBy(desc(deployments.id))
+    .limit(1);
+  return row;
+}
+
+/** The environment of a deployment: its name and whether it rolls back on its own. */
+export async function environmentOf(db: Db, id: string): Promise<Pick<typeof environments.$inferSelect, "name" | "kind" | "autoRollback"> | undefined> {
+  const [row] = await db
+    .select({ name: environments.name, kind: environments.kind, autoRollback: environments.autoRollback })
+    .from(environments)
+    .where(eq(environments.id, id));
+  return row;
+}
+
 /** The app was given up after too many crashes: it stays the record but no longer serves. */
 export async function setCrashed(db: Db, id: string, now: Date): Promise<DeploymentRow | undefined> {
   const [row] = await db.update(deployments).set({ crashedAt: now, port: null, updatedAt: now }).where(eq(deployments.id, id)).returning();

@@ -97,6 +97,8 @@ export const environments = pgTable(
     name: text("name").notNull(),
     kind: text("kind", { enum: ENVIRONMENT_KINDS }).notNull(),
     branch: text("branch"),
+    /** After its current app is given up (a crash loop), promote the previous ready deployment; null: on for production, off for previews. */
+    autoRollback: boolean("auto_rollback"),
     createdAt: createdAt(),
   },
   (t) => [

@@ -41,7 +41,10 @@ describe("runner: restore at start", () => {
     }
     const said = lines.find((m) => m.startsWith("The app could not be started"));
     expect(said).toMatch(
-      new RegExp(`^The app could not be started: start failed: the app exited with code 1 before answering.*Next try in ${RESTORE_RETRY_MS[0]! / 1000}\\.0 s \\(try 2 of ${RESTORE_RETRY_MS.length + 1}\\)$`, "s"),
+      new RegExp(
+        `^The app could not be started: start failed: the app exited with code 1 before answering.*Next try in ${RESTORE_RETRY_MS[0]! / 1000}\\.0 s \\(try 2 of ${RESTORE_RETRY_MS.length + 1}\\)$`,
+        "s",
+      ),
     );
     expect(await c.row(d.id)).toMatchObject({ status: "ready", current: true, crashedAt: null, port: null });
 
