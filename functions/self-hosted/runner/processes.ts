@@ -186,6 +186,8 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   const members = async (options: { withoutInit?: boolean } = {}): Promise<number[]> => {
     const found = new Set<number>();
     if (jail?.namespaced) {
+      // Once bwrap exited, what is left of the sandbox (a namespace still being torn down) is in its cgroup: one file, not /proc.
+      if (exitSeen && jail.cgroup) return jail.cgroup.pids();
       // bwrap's init (the spawned bwrap's child) is left out for a SIGTERM: it would end the namespace at once.
       if (pid > 0) for (const p of descendantsOf(await readProcesses(), pid)) if (!(options.withoutInit && p.ppid === pid)) found.add(p.pid);
       return [...found];
@@ -210,8 +212,7 @@ export function spawnProcess(options: SpawnOptions): SpawnedProcess {
   const stop = (graceMs: number): Promise<ProcessExit> => {
     stopping ??= (async () => {
       if (pid <= 0) return exited;
-      // Confined, the exit of bwrap means its namespace's init exited, and the kernel ended every process of the namespace before that.
-      const leftovers = async () => !exitSeen || (!jail?.namespaced && (await members()).length > 0);
+      const leftovers = async () => !exitSeen || (await members()).length > 0;
       if (await leftovers()) {
         // Confined, SIGTERM goes to the app's processes, not to bwrap (which would not pass it on).
         signalAll(await members({ withoutInit: true }), "SIGTERM");
