@@ -17,6 +17,12 @@ const RuntimeVersion = z
   .max(32)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._+*-]*$/, "must look like a version, e.g. 22, 20.x or 3.12");
 
+/** A request path: `/` then printable ASCII without spaces (no CR/LF reaches the request line), at most 256 characters. */
+const HealthCheckPath = z
+  .string()
+  .max(256)
+  .regex(/^\/[\x21-\x7e]*$/, "must be a path starting with /, printable characters without spaces, e.g. /healthz");
+
 const field = <S extends z.ZodType>(schema: S, description: string) => schema.nullable().optional().openapi({ description });
 
 const OptionsBody = z
@@ -27,6 +33,10 @@ const OptionsBody = z
     startCommand: field(Command, "e.g. `node server.js`"),
     outputDirectory: field(RelativePath, "Build output, relative to rootDirectory, e.g. `dist`"),
     runtimeVersion: field(RuntimeVersion, "Language runtime version, e.g. `22`"),
+    healthCheckPath: field(
+      HealthCheckPath,
+      "Where the runner checks a new app (self-hosted): a 2xx or 3xx answer to GET on this path is needed, e.g. `/healthz`; null: any HTTP answer to `/`",
+    ),
   })
   .openapi("ProjectOptionsUpdate");
 
@@ -36,7 +46,7 @@ const route = defineRoute({
   tags: ["Projects"],
   summary: "Set build/deploy options (merged: send only what changes)",
   description:
-    "Members: rootDirectory, installCommand, buildCommand, startCommand, outputDirectory (relative paths: no leading `/`, no `..`; commands: one line, at most 1024 characters), runtimeVersion. An omitted member is unchanged; null clears it (detected at build time).",
+    "Members: rootDirectory, installCommand, buildCommand, startCommand, outputDirectory (relative paths: no leading `/`, no `..`; commands: one line, at most 1024 characters), runtimeVersion, healthCheckPath (a path from `/`). An omitted member is unchanged; null clears it (detected at build time).",
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(OptionsBody) },
   responses: { 200: jsonResponse(OptionsSchema, "Every option after the merge") },

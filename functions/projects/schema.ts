@@ -206,7 +206,7 @@ export const ProjectSchema = z
 
 export type ProjectView = z.infer<typeof ProjectSchema>;
 
-export const OPTION_KEYS = ["rootDirectory", "installCommand", "buildCommand", "startCommand", "outputDirectory", "runtimeVersion"] as const;
+export const OPTION_KEYS = ["rootDirectory", "installCommand", "buildCommand", "startCommand", "outputDirectory", "runtimeVersion", "healthCheckPath"] as const;
 
 export const OptionsSchema = z
   .object(Object.fromEntries(OPTION_KEYS.map((k) => [k, z.string().nullable()])) as Record<(typeof OPTION_KEYS)[number], z.ZodNullable<z.ZodString>>)

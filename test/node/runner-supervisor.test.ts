@@ -131,7 +131,7 @@ describe("supervisor: launch", () => {
   it("with a healthCheckPath, needs a 2xx or 3xx answer there: a 503 fails after the health timeout; without one any answer to / passes", async () => {
     const { supervisor, pids } = setup({ healthTimeoutMs: 1000 });
     const sick = supervisor.launch(appSpec([{ env: baseEnv({ FAIL_PATH: "/healthz" }) }], { healthPath: "/healthz" }));
-    await expect(sick).rejects.toThrow(/^the app did not answer a 2xx or 3xx answer to GET \/healthz on PORT \d+ within 1 s/);
+    await expect(sick).rejects.toThrow(/^the app did not give a 2xx or 3xx answer to GET \/healthz \(the project.s healthCheckPath\) on PORT \d+ within 1 s$/);
     expect(isAlive(pids()[0]!)).toBe(false);
     const fine = await supervisor.launch(appSpec([{ env: baseEnv({ FAIL_PATH: "/healthz" }) }], { healthPath: "/ready" }));
     expect((await get(fine.port)).path).toBe("/");

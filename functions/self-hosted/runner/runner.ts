@@ -298,7 +298,13 @@ export function createRunner(deps: RunnerDeps): Runner {
   /** The app's environment: the environment's variables over a minimal base; nothing from the server's own environment. */
   const appSpecOf = async (job: JobContext, plan: Plan): Promise<AppSpec> => {
     const workDir = workDirOf(workRoot, job.d.id);
-    const common = { deploymentId: job.d.id, orgId: job.d.orgId, projectId: job.d.projectId, environmentId: job.d.environmentId };
+    const common = {
+      deploymentId: job.d.id,
+      orgId: job.d.orgId,
+      projectId: job.d.projectId,
+      environmentId: job.d.environmentId,
+      healthPath: job.project.options.healthCheckPath,
+    };
     if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir, base: join(workDir, "src") };
     const serviceValues = await decryptServiceValues(deps.keyring, job.d);
     const uid = await uidOf(job);

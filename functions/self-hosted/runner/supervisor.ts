@@ -294,11 +294,14 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
       await Promise.all(app.procs.map((proc) => start(app, proc)));
       const seconds = formatDuration(deps.healthTimeoutMs);
       const check = { path: spec.healthPath ?? "/", strict: spec.healthPath !== undefined };
-      const shown = check.strict ? `a 2xx or 3xx answer to GET ${check.path}` : "HTTP";
+      // What the check wants, as a reason says it.
+      const shown = check.strict ? `a 2xx or 3xx answer to GET ${check.path} (the project's healthCheckPath)` : "an answer to HTTP";
       await Promise.race([waitForHttp(app.port, check, deps.healthTimeoutMs, health.signal), failed]).then((answered) => {
         if (!answered)
           throw new Error(
-            `the app did not answer ${shown} on PORT ${app.port} within ${seconds} (it must listen on the port given in the PORT environment variable)`,
+            check.strict
+              ? `the app did not give ${shown} on PORT ${app.port} within ${seconds}`
+              : `the app did not answer HTTP on PORT ${app.port} within ${seconds} (it must listen on the port given in the PORT environment variable)`,
           );
       });
       if (app.stopping) throw new Error("the app was stopped before it answered");
@@ -311,7 +314,7 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
         const still = await Promise.race([waitForHttp(app.port, check, SMOKE_RECHECK_MS, health.signal), failed]);
         if (!still)
           throw new SmokeWindowFailure(
-            `the app stopped answering ${shown} on PORT ${app.port} within the smoke window (SMOKE_WINDOW, ${formatDuration(smokeMs)})`,
+            `the app no longer gave ${shown} on PORT ${app.port} at the end of its smoke window (SMOKE_WINDOW, ${formatDuration(smokeMs)})`,
           );
         if (app.stopping) throw new Error("the app was stopped before it went live");
       }

@@ -12,6 +12,8 @@ export interface ProjectOptions {
   startCommand?: string;
   outputDirectory?: string;
   runtimeVersion?: string;
+  /** Where the runner's health check asks (a 2xx or 3xx answer needed); unset: any answer to `/`. */
+  healthCheckPath?: string;
 }
 
 /**

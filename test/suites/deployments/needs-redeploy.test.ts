@@ -157,7 +157,15 @@ describe("deployments: needsRedeploy", () => {
     const read = await expectBody(await h.request(`/api/deployments/${d.id}`, { token: t.token, org: t.orgId }), 200, DeploymentSchema);
     expect(read.config).toEqual({
       resources: { production: { cpuCores: 0.5, memoryMb: 256 }, build: { cpuCores: 2, memoryMb: 2048 }, diskGb: 10, port: 4000 },
-      options: { rootDirectory: "app", installCommand: "npm ci", buildCommand: null, startCommand: null, outputDirectory: null, runtimeVersion: null },
+      options: {
+        rootDirectory: "app",
+        installCommand: "npm ci",
+        buildCommand: null,
+        startCommand: null,
+        outputDirectory: null,
+        runtimeVersion: null,
+        healthCheckPath: null,
+      },
     });
     await setOptions(t, p, { installCommand: "npm install" });
     expect((await expectBody(await h.request(`/api/deployments/${d.id}`, { token: t.token, org: t.orgId }), 200, DeploymentSchema)).config).toEqual(

@@ -79,6 +79,7 @@ describe("projects: export", () => {
         startCommand: null,
         outputDirectory: null,
         runtimeVersion: null,
+        healthCheckPath: null,
       },
       resources: { production: { cpuCores: 2, memoryMb: 1024 }, build: { cpuCores: 2, memoryMb: 2048 }, diskGb: 20, sleepMode: "always_on", port: 8080 },
       environments: [

@@ -62,7 +62,10 @@ describe("projects: status and routing", () => {
     expect(crashed.status).toBe("crashed");
     expect(crashed.statusReason).toMatch(new RegExp(`^The app of deployment ${ready.id} crashed more often than the restart policy allows`));
     // Disabled wins, and says no more.
-    expect(await expectBody(await call(t, `/${p.id}/disable`, { method: "POST" }), 200, ProjectSchema)).toMatchObject({ status: "disabled", statusReason: null });
+    expect(await expectBody(await call(t, `/${p.id}/disable`, { method: "POST" }), 200, ProjectSchema)).toMatchObject({
+      status: "disabled",
+      statusReason: null,
+    });
     await expectBody(await call(t, `/${p.id}/enable`, { method: "POST" }), 200, ProjectSchema);
 
     // Asleep (auto_sleep): stopped on purpose, the next request wakes it.

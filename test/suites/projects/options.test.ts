@@ -22,8 +22,13 @@ describe("projects: options", () => {
       startCommand: null,
       outputDirectory: null,
       runtimeVersion: "22",
+      healthCheckPath: null,
     });
-    o = await expectBody(await opts({ outputDirectory: "dist", installCommand: null, buildCommand: "npm run build" }), 200, OptionsSchema);
+    o = await expectBody(
+      await opts({ outputDirectory: "dist", installCommand: null, buildCommand: "npm run build", healthCheckPath: "/healthz?deep=1" }),
+      200,
+      OptionsSchema,
+    );
     expect(o).toEqual({
       rootDirectory: "apps/web",
       installCommand: null,
@@ -31,6 +36,7 @@ describe("projects: options", () => {
       startCommand: null,
       outputDirectory: "dist",
       runtimeVersion: "22",
+      healthCheckPath: "/healthz?deep=1",
     });
     expect((await get(t, p.id)).buildCommand).toBe("npm run build");
     expect(await expectBody(await opts({}), 200, OptionsSchema)).toEqual(o);
@@ -48,6 +54,10 @@ describe("projects: options", () => {
       [{ installCommand: "x".repeat(1025) }, "installCommand"],
       [{ runtimeVersion: "22; rm -rf /" }, "runtimeVersion"],
       [{ nodeVersion: "22" }, "nodeVersion"],
+      [{ healthCheckPath: "healthz" }, "healthCheckPath"],
+      [{ healthCheckPath: "/a b" }, "healthCheckPath"],
+      [{ healthCheckPath: "/ok\r\nHost: evil" }, "healthCheckPath"],
+      [{ healthCheckPath: `/${"x".repeat(256)}` }, "healthCheckPath"],
     ];
     for (const [json, field] of cases) await expectProblem(await call(t, `/${p.id}/options`, { method: "POST", json }), 400, field);
     expect((await expectBody(await call(t, `/${p.id}/info`), 200, InfoSchema)).build.options).toEqual({
@@ -57,6 +67,7 @@ describe("projects: options", () => {
       startCommand: null,
       outputDirectory: null,
       runtimeVersion: null,
+      healthCheckPath: null,
     });
   });
 });

@@ -9,8 +9,8 @@ import { dumpAllTables, expectProblem, expectStatus, seedTenant } from "../../su
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
 
-/** A valid request per per-project operation, so validation cannot answer before the lookup. */
-const VALID: Record<string, { body?: unknown; query?: string }> = {
+/** A valid request per per-project operation (and valid values of its other path parameters), so validation cannot answer before the lookup. */
+const VALID: Record<string, { body?: unknown; query?: string; params?: Record<string, string> }> = {
   "get /api/projects/{id}": {},
   "patch /api/projects/{id}": { body: { name: "renamed" } },
   "delete /api/projects/{id}": {},
@@ -18,6 +18,7 @@ const VALID: Record<string, { body?: unknown; query?: string }> = {
   "get /api/projects/{id}/deletion-preview": {},
   "get /api/projects/{id}/environments": { query: "?limit=5" },
   "post /api/projects/{id}/environments": { body: { name: "pr-1", branch: "main" } },
+  "patch /api/projects/{id}/environments/{name}": { body: { autoRollback: false }, params: { name: "production" } },
   "post /api/projects/{id}/options": { body: { installCommand: "npm ci" } },
   "post /api/projects/{id}/enable": {},
   "post /api/projects/{id}/disable": {},
@@ -108,7 +109,9 @@ describe("projects: org scoping", () => {
       for (const [kind, id] of Object.entries(ids)) {
         const label = `${op} (${kind})`;
         try {
-          const res = await h.request(path.replace("{id}", kind === "nul" ? id : encodeURIComponent(id)) + (valid.query ?? ""), {
+          let url = path.replace("{id}", kind === "nul" ? id : encodeURIComponent(id));
+          for (const [name, value] of Object.entries(valid.params ?? {})) url = url.replace(`{${name}}`, value);
+          const res = await h.request(url + (valid.query ?? ""), {
             method: method.toUpperCase(),
             token: t.token,
             json: valid.body,
