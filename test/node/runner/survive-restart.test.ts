@@ -1,7 +1,8 @@
 /**
  * Apps survive the server's death as a user expects, with the real server
- * process (`node functions/start.mjs`, as `npm start` runs it) on Postgres, the
- * runner on, with its sandbox and with RUNNER_SANDBOX=off: after `kill -9` of the server with three apps
+ * process (`node functions/start.mjs`, as `npm start` runs it) on Postgres and
+ * on its embedded database, the runner on, with its sandbox and with
+ * RUNNER_SANDBOX=off: after `kill -9` of the server with three apps
  * running, nothing of them is left running unsupervised (a sandbox dies
  * with its parent; unconfined, what a previous run left in its cgroups is ended at start),
  * and the restart runs each app exactly once. An app whose port another
@@ -9,11 +10,10 @@
  * edge serves it there.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FreshDatabase, freshDatabase } from "../../support/fresh-database";
 import { type GitTestServer, startGitServer } from "../../support/git-server";
@@ -31,16 +31,17 @@ interface Server {
   exited: Promise<void>;
 }
 
-for (const sandbox of ["on", "off"] as const) {
-  let db: FreshDatabase;
-  let client: pg.Client;
+const MODES = (["postgres", "pglite"] as const).flatMap((database) => (["on", "off"] as const).map((sandbox) => ({ database, sandbox })));
+
+for (const { database, sandbox } of MODES) {
+  /** Marks this suite's apps (an environment variable named after it) among every test's fixture apps on the machine. */
+  const suite = `${database}_${sandbox}`.toUpperCase();
+  let db: FreshDatabase | undefined;
   let git: GitTestServer;
   let dataDir: string;
   let server: Server | undefined;
   /** Listeners standing in for another process on an app's port. */
   const holders: Array<ReturnType<typeof createServer>> = [];
-  /** The suite's projects' sandbox uids. */
-  const uids = new Set<number>();
 
   /** `npm start`'s process on the suite's database and data directory; resolves once it listens. */
   async function startServer(): Promise<Server> {
@@ -50,7 +51,8 @@ for (const sandbox of ["on", "off"] as const) {
         DATA_DIR: dataDir,
         PORT: "0",
         HOST: "127.0.0.1",
-        DATABASE_URL: db.url,
+        // Empty: the embedded database in DATA_DIR.
+        DATABASE_URL: db?.url ?? "",
         SECRET_KEYS: TEST_SECRET_KEYS,
         WORKSPACE_OWNER_TOKEN: TOKEN,
         SHARED_DOMAIN: SHARED,
@@ -77,9 +79,9 @@ for (const sandbox of ["on", "off"] as const) {
     }
   }
 
-  async function api<T>(path: string, json?: unknown, expected = json ? 201 : 200): Promise<T> {
+  async function api<T>(path: string, json?: unknown, expected = json ? 201 : 200, method = json ? "POST" : "GET"): Promise<T> {
     const res = await fetch(`${server!.url}${path}`, {
-      method: json ? "POST" : "GET",
+      method,
       headers: { authorization: `Bearer ${TOKEN}`, ...(json ? { "content-type": "application/json" } : {}) },
       body: json ? JSON.stringify(json) : undefined,
     });
@@ -115,31 +117,31 @@ for (const sandbox of ["on", "off"] as const) {
   interface App {
     projectId: string;
     host: string;
-    /** Whose its processes are: the project's sandbox uid (`uid:N`), unconfined its deployment's work directory (`dir:<id>`). */
-    owner: string;
   }
 
-  /** The fixture app's `node server.js` processes on the whole machine that belong to this suite, with their owner (App.owner). */
-  function appProcesses(): Array<{ pid: number; owner: string }> {
-    const found: Array<{ pid: number; owner: string }> = [];
-    const workRoot = join(dataDir, "deployments");
+  /** The fixture app's `node server.js` processes on the whole machine, with the project they run for (their SURVIVOR variable). */
+  function appProcesses(): Array<{ pid: number; projectId: string }> {
+    const found: Array<{ pid: number; projectId: string }> = [];
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
       try {
         const argv = readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0");
         if (!(argv[0]?.endsWith("node") && argv[1] === "server.js")) continue;
-        if (sandbox === "on") {
-          const uid = statSync(`/proc/${name}`).uid;
-          if (uids.has(uid)) found.push({ pid: Number(name), owner: `uid:${uid}` });
-        } else {
-          const cwd = readlinkSync(`/proc/${name}/cwd`);
-          if (cwd.startsWith(`${workRoot}/`)) found.push({ pid: Number(name), owner: `dir:${cwd.slice(workRoot.length + 1).split("/")[0]}` });
-        }
+        const mark = readFileSync(`/proc/${name}/environ`, "latin1")
+          .split("\0")
+          .find((v) => v.startsWith(`SURVIVOR_${suite}=`));
+        if (mark) found.push({ pid: Number(name), projectId: mark.slice(mark.indexOf("=") + 1) });
       } catch {
         // exited while we looked
       }
     }
     return found;
+  }
+
+  /** The port the app says it listens on (its PORT), asked through the edge. */
+  async function appPort(host: string): Promise<number> {
+    const answer = await viaEdge(host);
+    return Number(JSON.parse(answer.body).env.PORT);
   }
 
   const alive = (pid: number) => {
@@ -152,9 +154,7 @@ for (const sandbox of ["on", "off"] as const) {
   };
 
   beforeAll(async () => {
-    db = await freshDatabase(PG, "survive_restart", { migrate: true });
-    client = new pg.Client({ connectionString: db.url });
-    await client.connect();
+    if (database === "postgres") db = await freshDatabase(PG, "survive_restart", { migrate: true });
     git = await startGitServer();
     dataDir = mkdtempSync(join(tmpdir(), "survive-restart-"));
     server = await startServer();
@@ -166,13 +166,12 @@ for (const sandbox of ["on", "off"] as const) {
       await server.exited;
     }
     for (const h of holders) h.close();
-    await client?.end();
     await git?.close();
     await db?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  describe(`apps across a kill -9 of the server (RUNNER_SANDBOX=${sandbox})`, () => {
+  describe(`apps across a kill -9 of the server (${database}, RUNNER_SANDBOX=${sandbox})`, () => {
     const what =
       sandbox === "on"
         ? "die with the server, run exactly once after the restart, and one whose port was taken comes back on a new port behind the edge"
@@ -184,25 +183,23 @@ for (const sandbox of ["on", "off"] as const) {
         await pushApp(git, repo.owner, repo.repo);
         const project = await api<{ id: string; routes: { free: { hostname: string } } }>("/api/projects", { name: `survivor ${i}` });
         await api(`/api/projects/${project.id}/git/link`, { provider: "gitea", owner: repo.owner, repo: repo.repo });
+        await api(`/api/projects/${project.id}/env`, { upserts: [{ key: `SURVIVOR_${suite}`, value: project.id }] }, 200, "PATCH");
         const d = await api<{ id: string }>("/api/deployments", { projectId: project.id });
         await until(
           `deployment ${i} ready`,
           () => api<{ status: string; failureReason: string | null }>(`/api/deployments/${d.id}`),
           (v) => v.status === "ready" || v.status === "failed",
         ).then((v) => expect(v).toMatchObject({ status: "ready" }));
-        const uid = (await client.query<{ uid: number }>("select uid from sandbox_uids where project_id = $1", [project.id])).rows[0]?.uid;
-        if (uid !== undefined) uids.add(uid);
-        apps.push({ projectId: project.id, host: project.routes.free.hostname, owner: sandbox === "on" ? `uid:${uid}` : `dir:${d.id}` });
+        apps.push({ projectId: project.id, host: project.routes.free.hostname });
       }
       for (const app of apps) expect((await viaEdge(app.host)).status).toBe(200);
       const before = appProcesses();
-      expect(before.map((p) => p.owner).sort()).toEqual(apps.map((a) => a.owner).sort());
+      expect(before.map((p) => p.projectId).sort()).toEqual(apps.map((a) => a.projectId).sort());
+      const takenPort = await appPort(apps[0]!.host);
 
       // kill -9: nothing of the server runs its shutdown.
       server!.child.kill("SIGKILL");
       await server!.exited;
-      const { rows } = await client.query<{ port: number }>("select port from deployments where project_id = $1 and current", [apps[0]!.projectId]);
-      const takenPort = rows[0]!.port;
       if (sandbox === "on") {
         // The sandboxes die with their parent.
         await until(
@@ -236,10 +233,9 @@ for (const sandbox of ["on", "off"] as const) {
       expect(seen).not.toContain("not the app");
       const after = appProcesses();
       // Each app exactly once, none of the old processes (unconfined: the restart ended them, they were in its cgroups).
-      expect(after.map((p) => p.owner).sort()).toEqual(apps.map((a) => a.owner).sort());
+      expect(after.map((p) => p.projectId).sort()).toEqual(apps.map((a) => a.projectId).sort());
       for (const p of before) expect(after.some((q) => q.pid === p.pid)).toBe(false);
-      const moved = await client.query<{ port: number }>("select port from deployments where project_id = $1 and current", [apps[0]!.projectId]);
-      if (sandbox === "on") expect(moved.rows[0]!.port).not.toBe(takenPort);
+      if (sandbox === "on") expect(await appPort(apps[0]!.host)).not.toBe(takenPort);
     }, 240_000);
 
     it("an app that crashed while another process took its port restarts on a new port, and the edge follows", async () => {
@@ -253,8 +249,7 @@ for (const sandbox of ["on", "off"] as const) {
         () => api<{ status: string }>(`/api/deployments/${d.id}`),
         (v) => v.status === "ready" || v.status === "failed",
       ).then((v) => expect(v.status).toBe("ready"));
-      const portOf = async () => (await client.query<{ port: number | null }>("select port from deployments where id = $1", [d.id])).rows[0]!.port;
-      const port = (await portOf())!;
+      const port = await appPort(project.routes.free.hostname);
 
       // The app exits right after answering /crash; the port is taken before its restart (1 s later).
       expect((await viaEdge(project.routes.free.hostname, "/crash")).body).toBe("bye");
@@ -274,7 +269,7 @@ for (const sandbox of ["on", "off"] as const) {
         20_000,
       );
       expect(JSON.parse(answer.body)).toMatchObject({ version: expect.any(String) });
-      expect(await portOf()).not.toBe(port);
+      expect(await appPort(project.routes.free.hostname)).not.toBe(port);
       const logs = await api<{ items: Array<{ message: string }> }>(`/api/projects/${project.id}/logs?deploymentId=${d.id}&limit=200`);
       expect(logs.items.map((l) => l.message).join("\n")).toContain(`Port ${port} is in use by another process`);
     }, 120_000);
