@@ -27,7 +27,8 @@ async function hmac(hash: "SHA-256" | "SHA-1", secret: string, body: string): Pr
   return hex(new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(body))));
 }
 
-export type Sample = { kind: "push"; ref: string; commit: string; before?: string } | { kind: "ping" } | { kind: "event"; name: string };
+/** `ping.commit`: the default branch's head a host's test delivery names (GitLab, Gitea); random when not given. */
+export type Sample = { kind: "push"; ref: string; commit: string; before?: string } | { kind: "ping"; commit?: string } | { kind: "event"; name: string };
 
 const repo = { owner: "octo-org", name: "web-app" };
 
@@ -99,7 +100,7 @@ function gitlabPayload(sample: Sample) {
   };
   if (sample.kind === "event") return { object_kind: "merge_request", project, object_attributes: { iid: 1, action: "open" } };
   // GitLab has no ping: its Test > Push events button sends a push of the default branch's recent commits.
-  if (sample.kind === "ping") return gitlabPayload({ kind: "push", ref: "refs/heads/main", commit: randomCommit() });
+  if (sample.kind === "ping") return gitlabPayload({ kind: "push", ref: "refs/heads/main", commit: sample.commit ?? randomCommit() });
   const tag = sample.ref.startsWith("refs/tags/");
   return {
     object_kind: tag ? "tag_push" : "push",
@@ -139,7 +140,7 @@ function giteaPayload(sample: Sample) {
   const user = { id: 1, login: "gitea", username: "gitea", email: "someone@example.test" };
   if (sample.kind === "event") return { action: "opened", repository, sender: user };
   // The Test Delivery button: the default branch's head, pushed onto itself.
-  const head = sample.kind === "ping" ? randomCommit() : sample.commit;
+  const head = sample.kind === "ping" ? (sample.commit ?? randomCommit()) : sample.commit;
   const ref = sample.kind === "ping" ? "refs/heads/main" : sample.ref;
   const before = sample.kind === "ping" ? head : (sample.before ?? randomCommit());
   const commit = {
@@ -337,14 +338,22 @@ export async function seedPushHook(
   h: Harness,
   t: Member,
   p: Project,
-  opts: { autoDeploy?: boolean; gitBranch?: string | null; defaultBranch?: string | null; provider?: "github" | "gitlab" | "gitea" | "bitbucket" } = {},
+  opts: {
+    autoDeploy?: boolean;
+    gitBranch?: string | null;
+    defaultBranch?: string | null;
+    provider?: "github" | "gitlab" | "gitea" | "bitbucket";
+    /** The repository on the host (default octo-org/web-app, which no test host serves). */
+    owner?: string;
+    repo?: string;
+  } = {},
 ): Promise<SeededHook> {
   await h.db
     .update(projects)
     .set({
       gitProvider: opts.provider ?? "github",
-      gitOwner: repo.owner,
-      gitRepo: repo.name,
+      gitOwner: opts.owner ?? repo.owner,
+      gitRepo: opts.repo ?? repo.name,
       gitBranch: opts.gitBranch === undefined ? "main" : opts.gitBranch,
       gitDefaultBranch: opts.defaultBranch === undefined ? "main" : opts.defaultBranch,
       autoDeploy: opts.autoDeploy ?? true,
@@ -356,3 +365,6 @@ export async function seedPushHook(
   await h.db.insert(gitPushHooks).values({ id: hookId, orgId: t.orgId, projectId: p.id, secret: ciphertext });
   return { hookId, secret };
 }
+
+/** Every provider's base URL at the run's test git host, so a hook's branch-head check reads real refs there. */
+export const hostsAt = (url: string) => ({ GIT_GITHUB_URL: url, GIT_GITLAB_URL: url, GIT_BITBUCKET_URL: url, GIT_GITEA_URL: url });

@@ -3,20 +3,23 @@
  * signatures checked over the raw body (good, bad, missing), the outcome per
  * branch, tag, event and auto-deploy state, redeliveries recorded once (also
  * when two arrive at once on real Postgres), the size limit, unknown hooks, and
- * the hook secret never kept or shown in the clear.
+ * the hook secret never kept or shown in the clear. Every provider points at the
+ * run's test git host, whose refs the branch-head check reads.
  */
 import { eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { deployments, environments, gitPushEvents, projects } from "../../../shared/db/schema";
 import { MAX_JSON_BODY_BYTES } from "../../../shared/http/json-body";
 import { newId } from "../../../shared/ids";
-import { delivery, HOSTS, hookPath, post, providerOf, randomCommit, seedPushHook, type Host } from "../../support/git-hooks";
+import { gitServerControl } from "../../support/git-control";
+import { delivery, HOSTS, hookPath, hostsAt, post, providerOf, randomCommit, seedPushHook, type Host } from "../../support/git-hooks";
 import { PushDelivery } from "../../../functions/git-hooks/push";
 import { dumpAllTables, expectBody, expectProblem, expectStatus, seedTenant, type Member } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
 
-const h = useRuntimeHarness();
+const h = useRuntimeHarness({ env: hostsAt(inject("gitServerUrl")) });
+const control = gitServerControl(inject("gitServerUrl"));
 const { create } = projectHelpers(h);
 
 const eventsOf = (hookId: string) => h.db.select().from(gitPushEvents).where(eq(gitPushEvents.hookId, hookId));
@@ -36,23 +39,28 @@ const lastPushOf = async (projectId: string) => {
   return row!;
 };
 
-/** A tenant, a project and its hook (auto-deploy on, deploy branch `main` unless told). */
+/**
+ * A tenant, a project on a fresh repository of the test host and its hook (auto-deploy on, deploy branch `main` unless
+ * told); `head` is main's head there, `advance()` pushes a new commit to main on the host and returns it.
+ */
 async function setup(opts: Parameters<typeof seedPushHook>[3] = {}) {
   const t: Member = await seedTenant(h);
   const p = await create(t);
-  const hook = await seedPushHook(h, t, p, opts);
-  return { t, p, ...hook };
+  const repo = await control.createRepo();
+  const hook = await seedPushHook(h, t, p, { owner: repo.owner, repo: repo.repo, ...opts });
+  const advance = () => control.addCommit(repo.owner, repo.repo, "main");
+  return { t, p, repo, head: repo.branches.main!, advance, ...hook };
 }
 
 describe("push webhook: each host's push", () => {
   for (const host of HOSTS) {
     it(`${host}: a signed push to the deploy branch is recorded as deploy_queued, becomes the last push and queues a production deployment of its commit`, async () => {
-      const { p, hookId, secret } = await setup({ provider: providerOf(host) });
-      const commit = randomCommit();
+      const { p, hookId, secret, head: commit } = await setup({ provider: providerOf(host) });
       const d = await delivery(host, secret, { kind: "push", ref: "refs/heads/main", commit });
       const answer = await expectBody(await post(h, hookId, d), 202, PushDelivery);
       expect(answer).toEqual({
         outcome: "deploy_queued",
+        reason: null,
         provider: providerOf(host),
         event: "push",
         ref: "refs/heads/main",
@@ -79,6 +87,7 @@ describe("push webhook: each host's push", () => {
         projectId: p.id,
         provider: providerOf(host),
         deliveryId: d.deliveryId,
+        bodyDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
         event: "push",
         branch: "main",
         commit,
@@ -107,12 +116,11 @@ describe("push webhook: each host's push", () => {
     });
 
     it(`${host}: a redelivery records nothing new and answers the first outcome`, async () => {
-      const { hookId, secret } = await setup({ provider: providerOf(host) });
-      const commit = randomCommit();
+      const { hookId, secret, head: commit } = await setup({ provider: providerOf(host) });
       const d = await delivery(host, secret, { kind: "push", ref: "refs/heads/main", commit });
       const first = await expectBody(await post(h, hookId, d), 202, PushDelivery);
       const again = await expectBody(await post(h, hookId, d), 202, PushDelivery);
-      expect(again).toEqual({ ...first, redelivery: true });
+      expect(again).toEqual({ ...first, redelivery: true, reason: expect.stringMatching(/replay/i) });
       expect(await eventsOf(hookId)).toHaveLength(1);
       // One deployment for the delivery, however often it arrives.
       expect((await deploymentsOf((await eventsOf(hookId))[0]!.projectId)).map((r) => r.d.id)).toEqual([first.deploymentId]);
@@ -124,11 +132,12 @@ describe("push webhook: through the auto-deploy route", () => {
   it("the webhookUrl and secret auto-deploy returns take a signed push; off ignores it, on again reuses the same URL and secret", async () => {
     const t = await seedTenant(h);
     const p = await create(t);
+    const repo = await control.createRepo();
     await expectStatus(
       await h.request(`/api/projects/${p.id}`, {
         method: "PATCH",
         token: t.token,
-        json: { gitProvider: "github", gitOwner: "octo-org", gitRepo: "web-app", gitBranch: "main" },
+        json: { gitProvider: "github", gitOwner: repo.owner, gitRepo: repo.repo, gitBranch: "main" },
       }),
       200,
     );
@@ -138,7 +147,7 @@ describe("push webhook: through the auto-deploy route", () => {
     );
     const hookId = new URL(on.webhookUrl).pathname.split("/").pop()!;
     expect(new URL(on.webhookUrl).pathname).toBe(hookPath(hookId));
-    const commit = randomCommit();
+    const commit = repo.branches.main!;
     const queued = await expectBody(
       await post(h, hookId, await delivery("github", on.webhookSecret, { kind: "push", ref: "refs/heads/main", commit })),
       202,
@@ -163,8 +172,9 @@ describe("push webhook: through the auto-deploy route", () => {
       200,
     );
     expect(again).toMatchObject({ webhookUrl: on.webhookUrl, webhookSecret: null });
+    const next = await control.addCommit(repo.owner, repo.repo, "main");
     const back = await expectBody(
-      await post(h, hookId, await delivery("gitlab", on.webhookSecret, { kind: "push", ref: "refs/heads/main", commit: randomCommit() })),
+      await post(h, hookId, await delivery("github", on.webhookSecret, { kind: "push", ref: "refs/heads/main", commit: next })),
       202,
       PushDelivery,
     );
@@ -224,6 +234,7 @@ describe("push webhook: what is ignored", () => {
       branch: null,
       commit: null,
       deploymentId: null,
+      reason: null,
       redelivery: false,
     });
     const bb = await setup({ provider: "bitbucket" });
@@ -236,8 +247,7 @@ describe("push webhook: what is ignored", () => {
   });
 
   it("bitbucket: of the refs one push moved, the deploy branch's change decides", async () => {
-    const { hookId, secret } = await setup({ provider: "bitbucket" });
-    const commit = randomCommit();
+    const { hookId, secret, head: commit } = await setup({ provider: "bitbucket" });
     const sample = await delivery("bitbucket", secret, { kind: "push", ref: "refs/heads/main", commit });
     const payload = JSON.parse(sample.body);
     payload.push.changes.reverse();
@@ -247,8 +257,8 @@ describe("push webhook: what is ignored", () => {
   });
 
   it("without a deploy branch set, the repository's default branch is the deploy branch", async () => {
-    const { p, hookId, secret } = await setup({ gitBranch: null, defaultBranch: "trunk" });
-    const commit = randomCommit();
+    const { p, repo, hookId, secret } = await setup({ gitBranch: null, defaultBranch: "trunk" });
+    const commit = repo.branches.trunk!;
     const main = await expectBody(await post(h, hookId, await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit })), 202, PushDelivery);
     expect(main.outcome).toBe("ignored");
     const trunk = await expectBody(
@@ -287,6 +297,7 @@ describe("push webhook: ping and test deliveries", () => {
         branch: null,
         commit: null,
         deploymentId: null,
+        reason: null,
         redelivery: false,
       });
       expect((await eventsOf(hookId)).map((r) => r.outcome)).toEqual(["ping"]);
@@ -295,8 +306,8 @@ describe("push webhook: ping and test deliveries", () => {
   }
 
   it("gitlab: the Test button's sample push of the default branch is handled as a push", async () => {
-    const { hookId, secret } = await setup({ provider: "gitlab" });
-    const answer = await expectBody(await post(h, hookId, await delivery("gitlab", secret, { kind: "ping" })), 202, PushDelivery);
+    const { hookId, secret, head } = await setup({ provider: "gitlab" });
+    const answer = await expectBody(await post(h, hookId, await delivery("gitlab", secret, { kind: "ping", commit: head })), 202, PushDelivery);
     expect(answer).toMatchObject({ outcome: "deploy_queued", provider: "gitlab", branch: "main" });
   });
 
@@ -353,19 +364,20 @@ describe("push webhook: hostile and unknown", () => {
     }
     const badCommit = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit: "not-a-sha" });
     await expectProblem(await post(h, hookId, badCommit), 400, "after");
+    const bb = await setup({ provider: "bitbucket" });
     const badBitbucket = await delivery(
       "bitbucket",
-      secret,
+      bb.secret,
       { kind: "push", ref: "refs/heads/main", commit: randomCommit() },
       { body: JSON.stringify({ push: { changes: "x" } }) },
     );
-    await expectProblem(await post(h, hookId, badBitbucket), 400, "push.changes");
+    await expectProblem(await post(h, bb.hookId, badBitbucket), 400, "push.changes");
     expect(await eventsOf(hookId)).toHaveLength(0);
+    expect(await eventsOf(bb.hookId)).toHaveLength(0);
   });
 
   it("reads GitHub's form content type (the JSON in the payload field), signed over the form body", async () => {
-    const { hookId, secret } = await setup();
-    const commit = randomCommit();
+    const { hookId, secret, head: commit } = await setup();
     const json = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit });
     const form = `payload=${encodeURIComponent(json.body)}`;
     const d = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit }, { body: form });
@@ -377,27 +389,35 @@ describe("push webhook: hostile and unknown", () => {
     expect(answer).toMatchObject({ outcome: "deploy_queued", commit });
   });
 
-  it("without a delivery id header, the body's hash is the delivery id", async () => {
-    const { hookId, secret } = await setup();
-    const d = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit: randomCommit() });
+  it("without a delivery id header, the body's digest still keys the delivery (the id is kept null)", async () => {
+    const { hookId, secret, head } = await setup();
+    const d = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit: head });
     const { "x-github-delivery": _, ...headers } = d.headers;
     await expectStatus(await post(h, hookId, { headers, body: d.body }), 202);
     const again = await expectBody(await post(h, hookId, { headers, body: d.body }), 202, PushDelivery);
     expect(again.redelivery).toBe(true);
     const rows = await eventsOf(hookId);
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.deliveryId).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(rows[0]!.deliveryId).toBeNull();
+    expect(rows[0]!.bodyDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it.runIf(h.realConcurrency)("two identical deliveries at once record one event (real Postgres)", async () => {
-    const { p, hookId, secret } = await setup();
+    const { p, hookId, secret, advance } = await setup();
     for (let round = 0; round < 5; round++) {
-      const d = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit: randomCommit() });
-      const answers = await Promise.all(Array.from({ length: 4 }, async () => expectBody(await post(h, hookId, d), 202, PushDelivery)));
+      const d = await delivery("github", secret, { kind: "push", ref: "refs/heads/main", commit: await advance() });
+      // The same body under four delivery ids (a replay racing the original): one record, one deployment.
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, async (_, i) =>
+          expectBody(await post(h, hookId, { headers: { ...d.headers, "x-github-delivery": `${d.deliveryId}-${i}` }, body: d.body }), 202, PushDelivery),
+        ),
+      );
       expect(answers.filter((a) => !a.redelivery)).toHaveLength(1);
-      expect(new Set(answers.map((a) => `${a.outcome}/${a.commit}`)).size).toBe(1);
+      expect(new Set(answers.map((a) => `${a.outcome}/${a.commit}/${a.deploymentId}`)).size).toBe(1);
+      expect(answers[0]!.outcome).toBe("deploy_queued");
     }
     expect(await eventsOf(hookId)).toHaveLength(5);
+    expect(await deploymentsOf(p.id)).toHaveLength(5);
     expect((await lastPushOf(p.id)).commit).not.toBeNull();
   });
 
