@@ -73,7 +73,7 @@ export const buildLogsRouter = createRouter()
     // One namer for the stream: the deployment's environment is read with its first lines, then remembered.
     const named = lineNamer(db, orgId);
     return sseResponse(c, {
-      feedKey: first.projectId,
+      grant: { permission: "project:deployment:list", projectId: first.projectId },
       next: async () => {
         // The status is read before the lines: every line written before it finished is then visible.
         const state = await deploymentState(db, orgId, id);

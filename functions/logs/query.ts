@@ -40,6 +40,7 @@ export const SSE_DESCRIPTION = [
   `A comment line \`: keep-alive\` is sent every ${seconds(sseSettings.heartbeatMs)}.`,
   `New lines arrive at once on the self-hosted server (its log writer wakes the stream) and within ${seconds(sseSettings.pollMs)} otherwise: on the Worker, which runs no writer, a stream polls the database every ${seconds(sseSettings.pollMs)}.`,
   `A stream lives at most ${sseSettings.maxStreamMs / 60_000} minutes, then closes without an end event; reconnect with \`Last-Event-ID\` (EventSource does) to go on. It also ends when the client disconnects.`,
+  `Access is asked again every ${seconds(sseSettings.accessCheckMs)} while the stream is open: once the caller may no longer read it (removed from the organization, a role or token without the route's permission, the token revoked or expired, the session ended) the stream sends \`event: end\` with \`data: {"reason": "access revoked", "detail": "<why>"}\`, or \`{"reason": "project deleted", …}\` once the project is deleted, and closes: reconnecting is then refused.`,
 ].join(" ");
 
 export const SSE_200 = {

@@ -127,7 +127,7 @@ export const runtimeLogsRouter = createRouter()
     // One namer for the stream: each deployment's environment is read with its first lines, then remembered.
     const named = lineNamer(db, orgId);
     return sseResponse(c, {
-      feedKey: projectId,
+      grant: { permission: "project:read", projectId },
       next: async () => {
         // Every line up to the committed counter is visible: the cursor moves there even past lines the filters skip.
         const upto = await committedLastSeq(db, projectId);

@@ -201,7 +201,7 @@ export const serverLogsRouter = createRouter()
     const resume = lastEventIdOf(c);
     let after = resume ?? (filter.since !== undefined ? 0 : await committedLastSeq(db, projectId));
     return sseResponse(c, {
-      feedKey: projectId,
+      grant: { permission: "project:read", projectId },
       next: async () => {
         const upto = await committedLastSeq(db, projectId);
         const rows = await readRequestLines(db, orgId, projectId, filter, after, upto, STREAM_BATCH);

@@ -15,8 +15,15 @@
  *   (a finished build), or after `maxStreamMs` (1 hour), when it closes without an
  *   end event and the client reconnects with `Last-Event-ID`: no request holds a
  *   connection (and, on the Worker, a database connection) forever.
+ * - Access is asked again every `accessCheckMs` (2 s) while the stream lives
+ *   (shared/auth/stream-access.ts): once the caller may no longer read it (removed,
+ *   demoted, token revoked or expired, session ended, project deleted) the stream
+ *   sends `event: end` with `data: {"reason", "detail"}` and closes, before reading
+ *   another line. The check rides on the read loop, which turns at least every pollMs.
  * - Backpressure: the next batch is read only once the client took the previous one.
  */
+import { currentSessionId } from "../auth/session";
+import { type StreamGrant, streamAccessEnd } from "../auth/stream-access";
 import type { LogFeed } from "../logs/feed";
 import type { AppContext } from "./context";
 import { describeError } from "./error-log";
@@ -27,6 +34,8 @@ export const sseSettings = {
   heartbeatMs: 15_000,
   pollMs: 1_000,
   maxStreamMs: 60 * 60 * 1000,
+  /** How often an open stream asks whether its caller may still read it: with pollMs, it ends within 5 s of a loss. */
+  accessCheckMs: 2_000,
 };
 
 export interface SseEvent {
@@ -83,16 +92,24 @@ function pause(ms: number, signal: AbortSignal, feed: LogFeed | undefined, key: 
 }
 
 /**
- * Answers with an event stream. `next` is called at once and after every wait; a
- * wait ends at the log feed's notify for `feedKey`, or after pollMs.
+ * Answers with an event stream of one project, read under `grant` (the route's
+ * permission). `next` is called at once and after every wait; a wait ends at the
+ * log feed's notify for the project, or after pollMs.
  */
-export function sseResponse(c: AppContext, opts: { feedKey: string; next: () => Promise<SseBatch> }): Response {
-  const { heartbeatMs, pollMs, maxStreamMs } = sseSettings;
+export function sseResponse(c: AppContext, opts: { grant: StreamGrant; next: () => Promise<SseBatch> }): Response {
+  const { heartbeatMs, pollMs, maxStreamMs, accessCheckMs } = sseSettings;
+  const { grant } = opts;
+  const db = c.get("db");
+  const clock = c.get("clock");
+  const caller = c.get("caller")!;
+  const sessionId = currentSessionId(c);
   const feed = c.get("logFeed");
   const logger = c.get("logger");
   const requestId = c.get("requestId");
   const abort = new AbortController();
   const started = Date.now();
+  // The guard has just checked access.
+  let accessCheckDue = started + accessCheckMs;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let finish!: () => void;
   streamEnds.set(
@@ -124,12 +141,21 @@ export function sseResponse(c: AppContext, opts: { feedKey: string; next: () => 
         try {
           while (!abort.signal.aborted) {
             if (Date.now() - started >= maxStreamMs) break;
+            if (Date.now() >= accessCheckDue) {
+              const end = await streamAccessEnd(db, caller, sessionId, grant, clock());
+              if (abort.signal.aborted) return;
+              if (end) {
+                controller.enqueue(encoder.encode(format({ event: "end", data: JSON.stringify(end) })));
+                break;
+              }
+              accessCheckDue = Date.now() + accessCheckMs;
+            }
             const batch = await opts.next();
             if (abort.signal.aborted) return;
             if (batch.events.length > 0) controller.enqueue(encoder.encode(batch.events.map(format).join("")));
             if (batch.done) break;
             if (batch.events.length > 0) return;
-            if (!batch.more) await pause(Math.min(pollMs, Math.max(0, maxStreamMs - (Date.now() - started))), abort.signal, feed, opts.feedKey);
+            if (!batch.more) await pause(Math.min(pollMs, Math.max(0, maxStreamMs - (Date.now() - started))), abort.signal, feed, grant.projectId);
           }
         } catch (error) {
           // The client reconnects with Last-Event-ID; nothing sent is lost. A read that fails after the client
