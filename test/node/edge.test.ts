@@ -503,7 +503,6 @@ describe("edge on PGlite", () => {
     await within(1000, async () => (await get(edge.port, host, "/admin")).status === 403);
     for (const target of [
       `http://${host}/admin`,
-      `http://elsewhere.example/admin?x=1`,
       "//admin",
       "/./admin",
       "/a/../admin",
@@ -523,6 +522,8 @@ describe("edge on PGlite", () => {
       expect(res.status, target).toBe(403);
       expect(res.head, target).toContain("x-workspace-edge: banned");
     }
+    // An absolute-form target naming another host than Host is ambiguous: 400 before any rule (edge-framing.test.ts).
+    expect((await raw(edge.port, host, "http://elsewhere.example/admin?x=1")).status).toBe(400);
     expect((await raw(edge.port, host, "/adminx")).status).toBe(200);
     expect((await raw(edge.port, host, "/x/admin")).status).toBe(200);
     // The app receives the normalized path with the original query.

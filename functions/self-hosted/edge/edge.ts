@@ -7,7 +7,8 @@
  *
  * A Host in `apiHosts` is always the API's, whatever project or domain claims it.
  *
- * Order per request: a target over MAX_TARGET → 414; disabled project → 503;
+ * Order per request: ambiguous framing or Host (framing.ts; any request on the
+ * listener, the API's too) → 400 and the connection closed; a target over MAX_TARGET → 414; disabled project → 503;
  * route rules (ban, allow-deny, rate limit) on the normalized path
  * (request-path.ts) → 403/429; nothing deployed → 404; a crashed deployment →
  * 502; proxy (with the normalized path) → the app's answer, or 502 when it does
@@ -21,6 +22,7 @@ import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
 import type { LogWriter } from "../../logs/writer";
 import { clientAddress, isTrustedPeer } from "./client-address";
+import { type BodyFraming, requestFraming } from "./framing";
 import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
 import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
 import { type RequestPath, requestPath } from "./request-path";
@@ -199,7 +201,17 @@ export function createEdge(deps: EdgeDeps): Edge {
     };
   }
 
-  async function serve(req: IncomingMessage, res: ServerResponse, target: EdgeTarget) {
+  /** A request whose framing or Host is ambiguous: 400, and the connection closed (what follows on it cannot be trusted to be a request). */
+  function refuse(req: IncomingMessage, res: ServerResponse, target: EdgeTarget | undefined) {
+    const started = performance.now();
+    res.shouldKeepAlive = false;
+    const bytes = sendPage(res, "bad_request");
+    if (!target) return;
+    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    record(req, target, (requestPath(req.url) ?? TOO_LONG).path, client.text, started, 400, bytes, null);
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse, target: EdgeTarget, body: BodyFraming) {
     const started = performance.now();
     const parsed = requestPath(req.url);
     const path = (parsed ?? TOO_LONG).path;
@@ -213,7 +225,7 @@ export function createEdge(deps: EdgeDeps): Edge {
         return;
       }
       touch(target.deployment!.id);
-      const result = await proxyHttp(req, res, gated.port, parsed!.forward, forwarding(req, client.text));
+      const result = await proxyHttp(req, res, gated.port, parsed!.forward, forwarding(req, client.text), body);
       record(req, target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
@@ -245,12 +257,21 @@ export function createEdge(deps: EdgeDeps): Edge {
 
   return {
     handle(req, res) {
+      const framing = requestFraming(req);
       const target = targetOf(req);
+      if ("refused" in framing) {
+        refuse(req, res, target);
+        return true;
+      }
       if (!target) return false;
-      void serve(req, res, target);
+      void serve(req, res, target, framing.body);
       return true;
     },
     upgrade(req, socket, head) {
+      if ("refused" in requestFraming(req)) {
+        sendPageOnSocket(socket, "bad_request");
+        return true;
+      }
       const target = targetOf(req);
       if (!target) return false;
       void serveUpgrade(req, socket, head, target);

@@ -6,7 +6,7 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
-export type EdgeReason = "disabled" | "not_deployed" | "bad_gateway" | "banned" | "denied" | "rate_limited" | "waking" | "too_long";
+export type EdgeReason = "disabled" | "not_deployed" | "bad_gateway" | "banned" | "denied" | "rate_limited" | "waking" | "too_long" | "bad_request";
 
 const TEXT: Record<EdgeReason, { status: number; title: string; message: string }> = {
   disabled: { status: 503, title: "Project disabled", message: "This project is disabled by its owner." },
@@ -16,6 +16,7 @@ const TEXT: Record<EdgeReason, { status: number; title: string; message: string 
   denied: { status: 403, title: "Forbidden", message: "Access from your address is not allowed." },
   rate_limited: { status: 429, title: "Too many requests", message: "Too many requests from your address. Retry later." },
   waking: { status: 503, title: "Starting", message: "The app is starting. Retry in a moment." },
+  bad_request: { status: 400, title: "Bad request", message: "The request's framing or Host is ambiguous." },
   too_long: { status: 414, title: "URI too long", message: "The request target is longer than this server takes." },
 };
 

@@ -6,9 +6,17 @@
  * forwarded in either direction; `X-Forwarded-For/-Proto/-Host` are set; the
  * Host header is passed as the client sent it. A client that goes away destroys
  * the upstream request, so the app sees the disconnect.
+ *
+ * Framing (framing.ts decided it is unambiguous): the body goes to the app framed
+ * the way it came, chunked as chunked (stated explicitly: Node frames a piped
+ * body on GET, DELETE or OPTIONS with nothing otherwise), a Content-Length as
+ * received, no body as none. An upstream connection returns to the pool only
+ * after a whole, well-framed exchange: an app that answers before the body was
+ * all sent, or whose answer's framing is doubtful, loses its connection.
  */
 import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
+import type { BodyFraming } from "./framing";
 import { sendPage, sendPageOnSocket } from "./pages";
 
 const HOP_BY_HOP = new Set([
@@ -73,8 +81,23 @@ export interface ProxyResult {
   badGateway: boolean;
 }
 
-/** `target`: the request target sent to the app (the edge's normalized path and the original query, see request-path.ts). */
-export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, target: string, f: Forwarding): Promise<ProxyResult> {
+/** An answer whose length can be read two ways (several Content-Lengths or Transfer-Encodings, or both kinds): not relayed. */
+function ambiguousAnswer(raw: string[]): boolean {
+  let lengths = 0;
+  let codings = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name === "content-length") lengths++;
+    else if (name === "transfer-encoding") codings++;
+  }
+  return lengths > 1 || codings > 1 || (lengths > 0 && codings > 0);
+}
+
+/**
+ * `target`: the request target sent to the app (the edge's normalized path and the original query, see request-path.ts).
+ * `body`: how the request's body is framed (framing.ts).
+ */
+export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, target: string, f: Forwarding, body: BodyFraming): Promise<ProxyResult> {
   return new Promise((resolve) => {
     let bytes = 0;
     let settled = false;
@@ -83,16 +106,21 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
       settled = true;
       resolve(r);
     };
+    const headers = withForwarding(endToEnd(req.rawHeaders), req, f);
+    if (body === "chunked") headers.push("Transfer-Encoding", "chunked");
     const upstream = httpRequest({
       host: "127.0.0.1",
       port,
       method: req.method,
       path: target,
-      headers: withForwarding(endToEnd(req.rawHeaders), req, f) as unknown as Record<string, string>,
+      headers: headers as unknown as Record<string, string>,
       timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
     });
+    // Once the app's answer is complete nothing more can go wrong on this exchange (its connection is pooled or destroyed).
+    let answered = false;
     const fail = () => {
       upstream.destroy();
+      if (answered) return;
       if (!res.headersSent) done({ status: 502, bytes: sendPage(res, "bad_gateway"), badGateway: true });
       else {
         res.destroy();
@@ -104,6 +132,18 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
     upstream.on("response", (answer) => {
       // Streaming may take as long as it takes: the timeout guarded the wait for the head only.
       upstream.setTimeout(0);
+      if (ambiguousAnswer(answer.rawHeaders)) return fail();
+      // The app answered before it had the whole body: the rest of the client's body is read and
+      // dropped (the client's connection stays framed), and the app's connection is not reused.
+      const early = !upstream.writableFinished;
+      if (early) {
+        req.unpipe(upstream);
+        req.resume();
+      }
+      answer.once("end", () => {
+        answered = true;
+        if (early) upstream.destroy();
+      });
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
       answer.on("data", (chunk: Buffer) => {
         bytes += chunk.length;
@@ -119,7 +159,8 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
         done({ status: 499, bytes, badGateway: false });
       }
     });
-    req.pipe(upstream);
+    if (body === "none") upstream.end();
+    else req.pipe(upstream);
   });
 }
 
