@@ -101,6 +101,12 @@ export function followStream(path, opts) {
         else if (event.type === "end") end = JSON.parse(event.data);
       }
       if (lines.length) opts.onLines(lines);
+      if (end?.reason) {
+        // Closed because access was lost (revoked, removed, project deleted): a refusal, not the build's end.
+        opts.onFail(new ApiError(403, { status: 403, title: "Forbidden", detail: end.detail ?? end.reason }));
+        abort.abort();
+        return true;
+      }
       if (end) {
         opts.onEnd?.(end);
         abort.abort();

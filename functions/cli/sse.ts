@@ -29,6 +29,12 @@ export interface StreamEnd {
   failureReason: string | null;
 }
 
+/** The `end` of a stream closed because the caller lost access (revoked, removed, project deleted). */
+interface AccessEnd {
+  reason: string;
+  detail?: string;
+}
+
 const MAX_EVENT_CHARS = 1024 * 1024;
 
 /** Parses an SSE body into events (the WHATWG rules: `field: value` lines, a blank line dispatches, `:` starts a comment). */
@@ -173,7 +179,10 @@ export async function follow(opts: FollowOptions): Promise<StreamEnd | undefined
             delivered = true;
             opts.onLine(JSON.parse(ev.data) as LogLine);
           } else if (ev.event === "end") {
-            return JSON.parse(ev.data) as StreamEnd;
+            const end = JSON.parse(ev.data) as StreamEnd | AccessEnd;
+            // Closed because the caller lost access (not the build's end): reconnecting would be refused.
+            if ("reason" in end) throw new CliError(`GET ${path}: the log stream was closed: ${end.detail ?? end.reason}`);
+            return end;
           }
         }
       } catch (e) {

@@ -361,4 +361,17 @@ describe("wsp: the follow logic against a loopback SSE server speaking the contr
       /GET \/gone\/stream: 404 Deployment not found/,
     );
   });
+
+  it("a stream closed because access was lost is an error saying why, not the build's end, and is not reopened", async () => {
+    let hits = 0;
+    const origin = await listen((_req, res) => {
+      hits++;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`event: end\ndata: {"reason": "access revoked", "detail": "The token was revoked"}\n\n`);
+    });
+    await expect(follow({ url: `${origin}/api/projects/prj_x/logs/stream`, token: () => "t", onLine: () => {}, ...FAST })).rejects.toThrow(
+      "GET /api/projects/prj_x/logs/stream: the log stream was closed: The token was revoked",
+    );
+    expect(hits).toBe(1);
+  });
 });
