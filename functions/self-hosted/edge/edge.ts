@@ -247,11 +247,13 @@ export function createEdge(deps: EdgeDeps): Edge {
         return;
       }
       touch(target.deployment!.id);
-      proxyUpgrade(req, socket, head, gated.port, parsed!.forward, forwarding(req, client.text));
-      record(req, target, path, client.text, started, 101, 0, null);
+      // Logged with the app's answer: 101 when a tunnel opened, else the status relayed (and the connection closed).
+      const result = await proxyUpgrade(req, socket, head, gated.port, parsed!.forward, forwarding(req, client.text));
+      record(req, target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });
       sendPageOnSocket(socket, "bad_gateway");
+      record(req, target, path, client.text, started, 502, 0, null);
     }
   }
 

@@ -15,7 +15,7 @@
  * all sent, or whose answer's framing is doubtful, loses its connection.
  */
 import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { BodyFraming } from "./framing";
 import { sendPage, sendPageOnSocket } from "./pages";
 
@@ -164,38 +164,107 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
   });
 }
 
+/** The head of an answer written on a raw socket (the client's upgraded connection, where no ServerResponse exists). */
+function answerHead(status: number, message: string | undefined, headers: string[]): string {
+  let text = `HTTP/1.1 ${status} ${message ?? ""}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${text}\r\n`;
+}
+
 /**
- * A WebSocket (or any HTTP/1.1 upgrade): the request head is re-sent to the app
- * over a new TCP connection with Upgrade/Connection kept, then both sockets are
- * piped until either side closes.
+ * A WebSocket (or any HTTP/1.1 upgrade). The request head goes to the app over
+ * a new connection with Upgrade/Connection kept and the edge's own forwarding
+ * headers. Only an app's `101` opens a tunnel (both sockets piped until either
+ * closes), and only then do the client's bytes after the head reach the app.
+ * Any other answer is relayed as a plain response with `Connection: close` and
+ * the client's connection is ended: bytes the client sent after the upgrade
+ * request are never read as requests, so nothing passes the rules or the log.
  */
-export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, target: string, f: Forwarding): void {
-  const upstream = connect(port, "127.0.0.1");
-  let connected = false;
-  upstream.once("connect", () => {
-    connected = true;
-    const headers = withForwarding(endToEnd(req.rawHeaders, new Set(["upgrade", "connection"])), req, f);
-    let text = `${req.method} ${target} HTTP/1.1\r\n`;
-    for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    upstream.write(`${text}\r\n`);
-    if (head.length > 0) upstream.write(head);
-    upstream.pipe(socket);
-    socket.pipe(upstream);
-  });
-  upstream.on("error", () => {
-    if (!connected) sendPageOnSocket(socket, "bad_gateway");
-    else socket.destroy();
-  });
-  socket.on("error", () => upstream.destroy());
-  socket.on("close", () => upstream.destroy());
-  upstream.on("close", () => socket.destroy());
-  // Either side ending ends the tunnel: the other side is ended (pipe does that) and both are
-  // destroyed shortly after, since the server's sockets are half-open and would otherwise linger.
-  const finish = () =>
-    setTimeout(() => {
-      socket.destroy();
+export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, target: string, f: Forwarding): Promise<ProxyResult> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let settled = false;
+    const done = (r: ProxyResult) => {
+      if (settled) return;
+      settled = true;
+      resolve(r);
+    };
+    const keep = new Set(["upgrade", "connection"]);
+    const upstream = httpRequest({
+      host: "127.0.0.1",
+      port,
+      method: req.method,
+      path: target,
+      headers: withForwarding(endToEnd(req.rawHeaders, keep), req, f) as unknown as Record<string, string>,
+      timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
+      agent: false,
+    });
+    let answered = false;
+    const fail = () => {
       upstream.destroy();
-    }, UPGRADE_END_GRACE_MS).unref();
-  socket.once("end", finish);
-  upstream.once("end", finish);
+      if (answered) socket.destroy();
+      else {
+        sendPageOnSocket(socket, "bad_gateway");
+        done({ status: 502, bytes: 0, badGateway: true });
+      }
+    };
+    upstream.on("error", fail);
+    upstream.on("timeout", fail);
+    // The client went away before the app answered.
+    socket.on("close", () => {
+      upstream.destroy();
+      done({ status: 499, bytes, badGateway: false });
+    });
+    socket.on("error", () => socket.destroy());
+
+    upstream.on("upgrade", (answer: IncomingMessage, appSocket: Socket, appHead: Buffer) => {
+      answered = true;
+      // A tunnel may idle as long as its two ends like: the head's timeout must not follow the socket into it.
+      upstream.off("timeout", fail);
+      appSocket.setTimeout(0);
+      socket.write(answerHead(101, answer.statusMessage, endToEnd(answer.rawHeaders, keep)));
+      if (appHead.length > 0) socket.write(appHead);
+      if (head.length > 0) appSocket.write(head);
+      appSocket.pipe(socket);
+      socket.pipe(appSocket);
+      appSocket.on("error", () => socket.destroy());
+      socket.on("close", () => appSocket.destroy());
+      appSocket.on("close", () => socket.destroy());
+      // Either side ending ends the tunnel: the other side is ended (pipe does that) and both are
+      // destroyed shortly after, since the server's sockets are half-open and would otherwise linger.
+      const finish = () =>
+        setTimeout(() => {
+          socket.destroy();
+          appSocket.destroy();
+        }, UPGRADE_END_GRACE_MS).unref();
+      socket.once("end", finish);
+      appSocket.once("end", finish);
+      done({ status: 101, bytes: 0, badGateway: false });
+    });
+
+    upstream.on("response", (answer) => {
+      upstream.setTimeout(0);
+      if (ambiguousAnswer(answer.rawHeaders)) return fail();
+      answered = true;
+      const status = answer.statusCode ?? 502;
+      // Without a Content-Length the body ends where the connection does (the chunked framing was undone by the parser).
+      socket.write(answerHead(status, answer.statusMessage, [...endToEnd(answer.rawHeaders), "Connection", "close"]));
+      answer.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (!socket.write(chunk)) answer.pause();
+      });
+      socket.on("drain", () => answer.resume());
+      answer.on("error", fail);
+      answer.on("end", () => {
+        upstream.destroy();
+        // What the client sent after the upgrade request is read and dropped until it closes, so the
+        // answer is not cut by a reset; a client that keeps the connection open is closed shortly after.
+        socket.end();
+        socket.resume();
+        setTimeout(() => socket.destroy(), UPGRADE_END_GRACE_MS).unref();
+        done({ status, bytes, badGateway: false });
+      });
+    });
+    upstream.end();
+  });
 }
