@@ -13,8 +13,22 @@
  *   (`/%61dmin` → `/admin`); every other escape is kept, hex upper-cased, so
  *   `%2F` stays `%2F`: it is data inside a segment, not a separator (RFC 3986
  *   §2.2), and decoding it would change what many apps route;
+ * - a backslash is a slash (`/admin\x` → `/admin/x`): WHATWG URL (Node's
+ *   `new URL`, hence Express behind it) and IIS read it so, and the app gets
+ *   the rewritten path, so every app reads what the rules read;
  * - repeated slashes collapse; dot segments resolve (RFC 3986 §5.2.4), never
  *   above the root (`/../admin` → `/admin`).
+ *
+ * Refused (`match` empty, which the rules answer with 400; never forwarded):
+ * forms that app servers read in different ways, so no one path could stand
+ * for all of them:
+ * - a control character, raw or escaped (`%00`-`%1F`, `%7F`): C servers cut
+ *   the path at NUL, others keep it;
+ * - `%5C` (a backslash that IIS and some proxies decode into a separator) and
+ *   `%3B` (a `;` that servlet containers may decode before cutting parameters);
+ * - a segment ending in `.` or a space (`/admin.`, `/admin%2e`, `/admin%20`),
+ *   in any form matched: Windows file systems and IIS strip them, so the app
+ *   may serve `/admin`.
  *
  * One pass per step over at most MAX_TARGET characters (longer targets are
  * refused with 414 before this runs): linear time.
@@ -40,7 +54,10 @@ export interface RequestPath {
   path: string;
   /** The normalized path with the original query (`?…`, or ""): what the app receives. */
   forward: string;
-  /** The paths rules are matched against: the path, then its forms with `%2F` read as `/` and without `;` parameters, when they differ. */
+  /**
+   * The paths rules are matched against: the path, then its forms with `%2F` read as `/` and without `;` parameters, when they differ.
+   * Empty when the path is refused (see above): the rules answer 400.
+   */
   match: string[];
 }
 
@@ -103,6 +120,42 @@ function stripParams(path: string): string {
   return out;
 }
 
+const isControl = (c: number) => c < 0x20 || c === 0x7f;
+
+/** A control character (raw or escaped), `%5C` or `%3B`: forms app servers read differently. */
+function hasAmbiguousChar(path: string): boolean {
+  for (let i = 0; i < path.length; i++) {
+    const c = path.charCodeAt(i);
+    if (isControl(c)) return true;
+    if (c !== 0x25 || i + 2 >= path.length) continue;
+    const hi = hexValue(path.charCodeAt(i + 1));
+    const lo = hexValue(path.charCodeAt(i + 2));
+    if (hi < 0 || lo < 0) continue;
+    const code = hi * 16 + lo;
+    if (isControl(code) || code === 0x5c || code === 0x3b) return true;
+  }
+  return false;
+}
+
+/**
+ * A segment ending in `.` or a space (raw or `%20`), which Windows servers strip. Pieces between
+ * `%2F`s count as segments too, but a `.` or `..` piece there is a dot segment of the `%2F`-decoded
+ * form (matched as such), not a name with a trailing dot.
+ */
+function hasTrailingBlank(path: string): boolean {
+  let start = 1;
+  for (let i = 1; i <= path.length; i++) {
+    const slash = i === path.length || path[i] === "/";
+    const escaped = !slash && path.startsWith("%2F", i);
+    if (!slash && !escaped) continue;
+    const piece = path.slice(start, i);
+    if (piece !== "." && piece !== ".." && (piece.endsWith(".") || piece.endsWith(" ") || piece.endsWith("%20"))) return true;
+    if (escaped) i += 2;
+    start = i + 1;
+  }
+  return false;
+}
+
 /** Normalizes a request target (see above); null when it is longer than MAX_TARGET. */
 export function requestPath(url: string | undefined): RequestPath | null {
   const raw = url || "/";
@@ -113,7 +166,7 @@ export function requestPath(url: string | undefined): RequestPath | null {
   if (hash >= 0) cut = hash;
   if (q >= 0 && q < cut) cut = q;
   const query = q >= 0 && q < (hash < 0 ? raw.length : hash) ? raw.slice(q, hash < 0 ? raw.length : hash) : "";
-  let target = raw.slice(0, cut);
+  let target = raw.slice(0, cut).replaceAll("\\", "/");
   if (!target.startsWith("/")) {
     const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(target);
     if (scheme) {
@@ -125,5 +178,7 @@ export function requestPath(url: string | undefined): RequestPath | null {
   const forms = new Set([path]);
   if (path.includes("%2F")) forms.add(removeDotSegments(decodeUnreserved(path, true)));
   for (const form of [...forms]) if (form.includes(";")) forms.add(removeDotSegments(stripParams(form)));
-  return { path, forward: `${path}${query}`, match: [...forms] };
+  const match = [...forms];
+  if (hasAmbiguousChar(path) || match.some(hasTrailingBlank)) return { path, forward: path, match: [] };
+  return { path, forward: `${path}${query}`, match };
 }

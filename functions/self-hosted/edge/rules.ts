@@ -6,7 +6,11 @@
  * process on one Postgres shares one count per rule and client address.
  *
  * Rules match the normalized request path (request-path.ts): a rule applies
- * when it matches any of the forms given (the path, and its `%2F`-decoded form).
+ * when it matches any of the forms given (the path, its `%2F`-decoded form and
+ * its form without `;` parameters). No form at all means the path is one app
+ * servers read in different ways (a control character, `%5C`, `%3B`, a segment
+ * ending in `.` or a space): 400 before any rule, whatever rules the project
+ * has, so it never reaches the app.
  *
  * Rate limits count an IPv6 client by its /64: one subscriber, host or VM is
  * normally given a whole /64 (RFC 6177, SLAAC), so keying by the full address
@@ -22,7 +26,8 @@ import type { EdgeRule } from "./store";
 
 export interface Refusal {
   reason: EdgeReason;
-  ruleId: string;
+  /** The refusing rule; null for a path refused before any rule. */
+  ruleId: string | null;
   headers: Record<string, string>;
 }
 
@@ -57,6 +62,7 @@ export async function evaluateRules(
   paths: readonly string[],
   now: Date,
 ): Promise<Refusal | null> {
+  if (paths.length === 0) return { reason: "bad_request", ruleId: null, headers: {} };
   const matching = rules.filter((r) => paths.some((p) => pathMatches(r.path, p)));
   if (matching.length === 0) return null;
   for (const rule of matching) {
