@@ -16,7 +16,7 @@ const TEXT: Record<EdgeReason, { status: number; title: string; message: string 
   denied: { status: 403, title: "Forbidden", message: "Access from your address is not allowed." },
   rate_limited: { status: 429, title: "Too many requests", message: "Too many requests from your address. Retry later." },
   waking: { status: 503, title: "Starting", message: "The app is starting. Retry in a moment." },
-  bad_request: { status: 400, title: "Bad request", message: "The request's framing or Host is ambiguous." },
+  bad_request: { status: 400, title: "Bad request", message: "The request could be read more than one way (its framing, Host or path), so it is refused." },
   too_long: { status: 414, title: "URI too long", message: "The request target is longer than this server takes." },
 };
 
