@@ -61,6 +61,7 @@ for (const { database, sandbox } of MODES) {
         RUNNER: "on",
         RUNNER_SANDBOX: sandbox,
         STOP_GRACE: "1s",
+        HEALTH_TIMEOUT: "20s",
         SMOKE_WINDOW: "1s",
         LOG_LEVEL: "info",
       },
@@ -100,6 +101,8 @@ for (const { database, sandbox } of MODES) {
         res.on("end", () => resolve({ status: res.statusCode!, body }));
       });
       req.on("error", reject);
+      // A held request (the app is starting) must not outlast the caller's own deadline.
+      req.setTimeout(10_000, () => req.destroy(new Error("no answer within 10 s")));
       req.end();
     });
   }
@@ -211,7 +214,8 @@ for (const { database, sandbox } of MODES) {
         // Another process takes the first app's port while the server is down.
         const holder = createServer((_req, res) => res.end("not the app"));
         holders.push(holder);
-        await new Promise<void>((resolve) => holder.listen(takenPort, "127.0.0.1", resolve));
+        // A process of another test may have taken it first (ports are reused): then that one stands in for ours.
+        await new Promise<void>((resolve) => holder.once("error", () => resolve()).listen(takenPort, "127.0.0.1", () => resolve()));
       }
       // Unconfined, the apps run on until the next start ends what its cgroups hold (README, Runner: Restarts).
 
@@ -255,12 +259,13 @@ for (const { database, sandbox } of MODES) {
       expect((await viaEdge(project.routes.free.hostname, "/crash")).body).toBe("bye");
       const holder = createServer((_req, res) => res.end("not the app"));
       holders.push(holder);
-      await until(
-        "the port to be free",
-        () => new Promise<boolean>((resolve) => holder.once("error", () => resolve(false)).listen(port, "127.0.0.1", () => resolve(true))),
-        (bound) => bound,
-        900,
-      );
+      // Taken as soon as the app let it go (or by a process of another test first: the same for the app).
+      const bindBy = Date.now() + 900;
+      while (Date.now() < bindBy) {
+        const bound = await new Promise<boolean>((resolve) => holder.once("error", () => resolve(false)).listen(port, "127.0.0.1", () => resolve(true)));
+        if (bound) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
 
       const answer = await until(
         "the app through the edge",
