@@ -160,6 +160,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   const masks = new Map<string, string[]>();
   /** The output of each app being launched, for a failed start's reason. */
   const launchOutput = new Map<string, FailureDigest>();
+  /** Apps given up (crash loop, disk limit) whose row is not yet marked crashed: not to be restored meanwhile. */
+  const givingUp = new Set<string>();
   /** Deployments whose restore failed: how many tries so far, and when the next may run. */
   const restoreRetries = new Map<string, { tries: number; at: number }>();
   let started = false;
@@ -233,6 +235,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   /** The app no longer runs (`what` happened to it): recorded as crashed, `service.crashed` emitted. */
   function giveUp(spec: AppSpec, what: string) {
     deps.logger.error("app_stopped", { deploymentId: spec.deploymentId, projectId: spec.projectId, reason: what });
+    // Until the row says crashed, the reconcile loop would see a current app that is not running and start it again.
+    givingUp.add(spec.deploymentId);
     void (async () => {
       // The supervisor logged its restarts and the give-up as runtime system lines: stored before the row says crashed.
       await deps.writer.flush();
@@ -242,7 +246,9 @@ export function createRunner(deps: RunnerDeps): Runner {
       const back = row.current ? await rollBack(row) : undefined;
       const then = back ? `; deployment ${back.id} was promoted in its place (autoRollback)` : "";
       await emit(row, "service.crashed", "Service crashed", `The app of deployment ${row.id} ${what}${then}`, back ? { rolledBackTo: back.id } : {});
-    })().catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }));
+    })()
+      .catch((error) => deps.logger.error("runner_give_up_failed", { deploymentId: spec.deploymentId, error: (error as Error).message }))
+      .finally(() => givingUp.delete(spec.deploymentId));
   }
 
   /**
@@ -509,7 +515,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     const running = new Set(supervisor.running().map((a) => a.deploymentId));
     for (const d of await deploymentsToServe(db, runnerId)) {
       if (stopping) return;
-      if (running.has(d.id) || launching.has(d.id) || jobs.has(d.id)) continue;
+      if (running.has(d.id) || launching.has(d.id) || jobs.has(d.id) || givingUp.has(d.id)) continue;
       if ((restoreRetries.get(d.id)?.at ?? 0) > Date.now()) continue;
       await restore(d);
     }

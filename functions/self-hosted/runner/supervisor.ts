@@ -167,8 +167,9 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     if (attempt > policy.maxRestarts) {
       const reason = `${what}; it crashed ${attempt} times within ${formatDuration(policy.windowMs)}`;
       line(app, "system", `Gave up restarting: ${reason}`, proc.spec.name);
-      await stopApp(app);
+      // Told first: from here the runner must not start it again while it is being stopped and recorded.
       deps.onGiveUp?.(app.spec, reason);
+      await stopApp(app);
       return;
     }
     const delay = Math.min(policy.baseDelayMs * 2 ** (attempt - 1), policy.maxDelayMs);
@@ -223,7 +224,8 @@ export function createSupervisor(deps: SupervisorDeps): Supervisor {
     app.stopDiskWatch = watchDisk(paths, c.diskGb * 1024 ** 3, DISK_APP_CHECK_MS, (used) => {
       const reason = `disk limit (${c.diskGb} GB) exceeded: the app's directory holds ${formatGb(used)}`;
       line(app, "system", `Stopped: ${reason}`);
-      void stopApp(app).then(() => deps.onDiskExceeded?.(app.spec, reason));
+      deps.onDiskExceeded?.(app.spec, reason);
+      void stopApp(app);
     });
   };
 
