@@ -36,7 +36,7 @@ const route = defineRoute({
   path: "/projects/{id}/connect",
   tags: ["Projects"],
   summary: "Add a custom domain and mark it primary",
-  description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400); neither can the API's own host: the host of PUBLIC_URL (self-hosted, when set) and the host this request is sent to (400), since the edge would send API traffic to the app. At most ${MAX_DOMAINS} domains per project (409).`,
+  description: `\`domain\`: a hostname (lower-cased, a trailing dot dropped). It is added and becomes the primary domain; an earlier primary stays, no longer primary. Connecting it again to the same project is harmless (it becomes primary again). A hostname connected to another project, in any organization, is 409. Hosts under the shared domain are free routes and cannot be connected (400); neither can the API's own names (400): on the self-hosted server PUBLIC_URL's host and API_HOSTS (configuration, whatever Host this request used), and the host this request is sent to, since the edge would send API traffic to the app. At most ${MAX_DOMAINS} domains per project (409).`,
   permission: "project:write",
   request: { params: ProjectIdParam, body: jsonRequest(z.strictObject({ domain: Hostname })) },
   responses: {
@@ -57,14 +57,16 @@ function hostOf(url: string | undefined): string | undefined {
 
 /**
  * Why `domain` cannot be connected, if it cannot: hosts under the shared domain
- * are free routes, and the API's own hosts (PUBLIC_URL's, and the one this
- * request came to) stay the API's: a project domain equal to one would make the
- * edge send API traffic, bearer tokens included, to an app.
+ * are free routes, and the API's own names (configured: PUBLIC_URL's and
+ * API_HOSTS; and the one this request came to) stay the API's: a project
+ * domain equal to one would make the edge send API traffic, bearer tokens
+ * included, to an app.
  */
 export function reservedHostReason(domain: string, config: ServiceConfig, requestUrl: string): string | undefined {
   const shared = normalizeHostname(config.sharedDomain);
   if (domain === shared || domain.endsWith(`.${shared}`)) return `Hosts under ${shared} are free routes and cannot be connected`;
-  if (domain === hostOf(config.publicUrl)) return `${domain} is this instance's own host (PUBLIC_URL) and cannot be connected`;
+  if (domain === hostOf(config.publicUrl) || config.apiHosts?.includes(domain))
+    return `${domain} is this instance's own host (PUBLIC_URL or API_HOSTS) and cannot be connected`;
   if (domain === hostOf(requestUrl)) return `${domain} is the host this API is reached at and cannot be connected`;
   return undefined;
 }

@@ -39,19 +39,24 @@ function hostOf(url: string | undefined): string | undefined {
 
 /**
  * Slugs this instance's own configuration reserves besides the fixed list: when
- * the host of PUBLIC_URL is `<label>.<SHARED_DOMAIN>`, a project with the slug
- * `<label>` would own the API's own hostname as its free route (and the edge
- * would send API traffic, bearer tokens included, to that app). A label with
- * `--` reserves its part before the first `--`, since `<slug>--<environment>` is
- * a preview hostname (a slug never holds `--`).
+ * one of the API's configured names (PUBLIC_URL's host, API_HOSTS) is
+ * `<label>.<SHARED_DOMAIN>`, a project with the slug `<label>` would own it as
+ * its free route (and the edge would send API traffic, bearer tokens included,
+ * to that app). A label with `--` reserves its part before the first `--`,
+ * since `<slug>--<environment>` is a preview hostname (a slug never holds `--`).
  */
-export function configReservedSlugs(config: Pick<ServiceConfig, "sharedDomain" | "publicUrl">): string[] {
-  const host = hostOf(config.publicUrl);
+export function configReservedSlugs(config: Pick<ServiceConfig, "sharedDomain" | "publicUrl" | "apiHosts">): string[] {
   const shared = config.sharedDomain.toLowerCase().replace(/\.$/, "");
-  if (!host?.endsWith(`.${shared}`)) return [];
-  const label = host.slice(0, -shared.length - 1);
-  if (label.includes(".") || label === "") return [];
-  return [label.split("--")[0]!].filter((l) => l !== "");
+  const names = [hostOf(config.publicUrl), ...(config.apiHosts ?? [])];
+  const out = new Set<string>();
+  for (const host of names) {
+    if (!host?.endsWith(`.${shared}`)) continue;
+    const label = host.slice(0, -shared.length - 1);
+    if (label.includes(".") || label === "") continue;
+    const slug = label.split("--")[0]!;
+    if (slug !== "") out.add(slug);
+  }
+  return [...out];
 }
 
 /** Candidates in order: the base (unless reserved, by the fixed list or by `reserved`), then random suffixes. */

@@ -8,6 +8,7 @@ import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
 import { type StorageQuotas, storageQuotasFromEnv } from "../../shared/storage/quotas";
+import { configuredApiHosts } from "./api-hosts";
 import type { RestartPolicy } from "./runner/types";
 import type { SandboxSettings } from "./runner/sandbox/sandbox";
 import type { UidRange } from "./runner/sandbox/uids";
@@ -32,6 +33,13 @@ const EnvSchema = z.object({
   EMAIL_FROM: z.string().min(3).default("Workspace <notifications@localhost>"),
   OUTBOUND_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
   PUBLIC_URL: z.string().url().optional(),
+  API_HOSTS: z.string().max(4096).optional(),
+  MAX_CONNECTIONS_PER_CLIENT: z.coerce
+    .number()
+    .int()
+    .min(1, "MAX_CONNECTIONS_PER_CLIENT must be 1 to 1000000")
+    .max(1_000_000, "MAX_CONNECTIONS_PER_CLIENT must be 1 to 1000000")
+    .default(256),
   S3_ENDPOINT: z.string().url().optional(),
   S3_REGION: z.string().min(1).default(DEFAULT_S3_REGION),
   S3_BUCKET: z.string().min(1).optional(),
@@ -207,6 +215,13 @@ export type NodeConfig = {
   outboundAllowPrivate: boolean;
   /** Base of absolute relay URLs handed to upload clients (behind a proxy); default: the origin each request came to. */
   publicUrl?: string;
+  /**
+   * The configured names of the API (lower-case hostnames): PUBLIC_URL's host and the API_HOSTS list. With the loopback
+   * names and the bound addresses (api-hosts.ts) they are the only Hosts the API answers; no project can take one.
+   */
+  apiHosts: string[];
+  /** MAX_CONNECTIONS_PER_CLIENT (default 256): open connections one client address may hold; TRUSTED_PROXIES are not capped. */
+  maxConnectionsPerClient: number;
   /** Folder uploads to S3-compatible storage (presigned) instead of DATA_DIR/uploads (relay). */
   s3?: S3Settings;
   /** Base URL per git provider: GIT_GITHUB_URL, GIT_GITLAB_URL, GIT_BITBUCKET_URL, GIT_GITEA_URL, else the public hosts. */
@@ -313,6 +328,8 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     emailFrom: e.EMAIL_FROM,
     outboundAllowPrivate: e.OUTBOUND_ALLOW_PRIVATE === "true" || e.OUTBOUND_ALLOW_PRIVATE === "1",
     publicUrl: e.PUBLIC_URL,
+    apiHosts: configuredApiHosts(e.PUBLIC_URL, e.API_HOSTS),
+    maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
     gitHosts,
     s3: e.S3_ENDPOINT
       ? {

@@ -40,6 +40,7 @@ import { createRunner, type Runner } from "./runner/runner";
 import { forgetPorts } from "./runner/store";
 import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./runner/sandbox/sandbox";
 import { createSupervisor } from "./runner/supervisor";
+import { apiHostnames } from "./api-hosts";
 import { relayRouter } from "./uploads/relay";
 import { startUploadSweeper } from "./uploads/sweeper";
 
@@ -159,8 +160,8 @@ export async function createNodeServices(
     // Idleness is measured in SLEEP_AFTER; a quarter of it (at most 10 s) is precise enough and keeps writes rare.
     touchEveryMs: Math.min(10_000, runnerSettings.sleepAfterMs / 4),
     onWake: () => runner?.wake(),
-    // The API's own name is never an app's, even if a project or domain claims it.
-    apiHosts: config.publicUrl ? [new URL(config.publicUrl).host] : [],
+    // The API's own names are never an app's, even if a project or domain claims one; any other Host is an app's or the edge's 404.
+    apiHosts: apiHostnames(config),
   });
 
   let sweeper: { stop(): Promise<void> } | undefined;
@@ -177,6 +178,7 @@ export async function createNodeServices(
         mode: "self-hosted",
         sharedDomain: config.sharedDomain,
         publicUrl: config.publicUrl,
+        apiHosts: config.apiHosts,
         cloudApiUrl: config.cloud.apiUrl,
         trustedProxies: config.trustedProxies,
         storageQuotas: config.storageQuotas,
@@ -193,8 +195,7 @@ export async function createNodeServices(
         async serves(projectId, hostname) {
           await routeTable.reload(projectId);
           const target = routeTable.lookup(hostname);
-          const apiHost = config.publicUrl ? new URL(config.publicUrl).hostname : undefined;
-          return target?.projectId === projectId && !target.disabled && hostname !== apiHost;
+          return target?.projectId === projectId && !target.disabled && !config.apiHosts.includes(hostname);
         },
       },
     },

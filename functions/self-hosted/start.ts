@@ -15,6 +15,7 @@ import { bootstrapOwner } from "../identity/store";
 import type { NodeConfig } from "./config";
 import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
 import { mountConsole } from "./console";
+import { apiHostsWarning } from "./api-hosts";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
 
@@ -69,6 +70,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     const readyIn = ((performance.now() - startedAt) / 1000).toFixed(1);
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url} (ready in ${readyIn} s)`);
+    const hostsWarning = apiHostsWarning(config);
+    if (hostsWarning) print(hostsWarning);
     node.start();
 
     let closing: Promise<void> | undefined;

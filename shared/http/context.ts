@@ -23,6 +23,8 @@ export interface ServiceConfig {
   sharedDomain: string;
   /** PUBLIC_URL (Node adapter): the base git hosts reach this instance at unless a project sets its webhook domain; unset: the request's origin. */
   publicUrl?: string;
+  /** The configured names of the API (Node adapter: PUBLIC_URL's host and API_HOSTS): never a project's domain, free route or preview. */
+  apiHosts?: string[];
   /** CLOUD_API_URL (Node adapter): the default cloud API of PUT /api/cloud/link. */
   cloudApiUrl?: string;
   /** TRUSTED_PROXIES (Node adapter): proxies whose X-Forwarded-For names the client for the sign-in limits; absent or empty: the connection's peer. */

@@ -8,6 +8,7 @@ import { createServer, request as httpRequest, type IncomingMessage } from "node
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogWriter } from "../../functions/logs/writer";
+import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer } from "../../functions/self-hosted/http-server";
@@ -77,7 +78,16 @@ describe("edge client address behind a trusted proxy (PGlite)", () => {
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
     const logs = createLogWriter({ db, logger: silentLogger });
     flush = () => logs.flush();
-    const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [parseCidr("127.0.0.1/32")!], holdMs: 1500, touchEveryMs: 1000 });
+    const edge = createEdge({
+      db,
+      table,
+      logs,
+      logger: silentLogger,
+      trustedProxies: [parseCidr("127.0.0.1/32")!],
+      holdMs: 1500,
+      touchEveryMs: 1000,
+      apiHosts: [...LOOPBACK_HOSTS],
+    });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1" });
     http.serve(() => new Response("the api"), edge);
     port = http.port;

@@ -12,6 +12,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { createLogWriter } from "../../functions/logs/writer";
+import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer } from "../../functions/self-hosted/http-server";
@@ -134,7 +135,7 @@ describe("edge upgrades (PGlite)", () => {
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
     current = table;
     const logs = createLogWriter({ db, logger: silentLogger });
-    const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [], holdMs: 1500, touchEveryMs: 1000 });
+    const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [], holdMs: 1500, touchEveryMs: 1000, apiHosts: [...LOOPBACK_HOSTS] });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1" });
     http.serve(() => new Response("the api"), edge);
     cleanups.push(async () => {

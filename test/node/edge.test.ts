@@ -12,6 +12,7 @@ import { connect, type AddressInfo, type Socket } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogWriter } from "../../functions/logs/writer";
+import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge, type Edge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer, type BoundServer } from "../../functions/self-hosted/http-server";
@@ -157,7 +158,7 @@ async function startEdge(db: Db, listen: (table: RouteTable) => Promise<Stoppabl
     trustedProxies: (opts.trusted ?? []).map((t) => parseCidr(t)!),
     holdMs: 1500,
     touchEveryMs: 1000,
-    apiHosts: opts.apiHosts,
+    apiHosts: [...LOOPBACK_HOSTS, ...(opts.apiHosts ?? [])],
     pruneEveryMs: opts.pruneEveryMs,
   });
   const http: BoundServer = await bindHttpServer({ port: 0, host: opts.host ?? "127.0.0.1", closeGraceMs: opts.closeGraceMs });
@@ -227,7 +228,7 @@ describe("edge on PGlite", () => {
     return edge;
   };
 
-  it("routes the free route, a preview and a connected domain to their current deployments; any other Host is the API", async () => {
+  it("routes the free route, a preview and a connected domain to their current deployments; the API's names reach the API, any other Host the edge's 404", async () => {
     await start();
     const s = await seedProject(database.db);
     const prod = await startApp("prod");
@@ -241,9 +242,17 @@ describe("edge on PGlite", () => {
     expect(JSON.parse(free.body)).toMatchObject({ app: "prod", url: "/hello?token=secret" });
     expect(JSON.parse((await get(edge.port, `${s.slug}--staging.${SHARED}`)).body).app).toBe("preview");
     await within(1000, async () => (await get(edge.port, `www.${s.slug}.example`)).headers["x-app"] === "prod");
-    const api = await get(edge.port, "127.0.0.1");
-    expect(api.body).toBe("the api");
-    expect((await get(edge.port, `unknown.${SHARED}`)).body).toBe("the api");
+    for (const host of ["127.0.0.1", "localhost:8787", "[::1]"]) {
+      const api = await get(edge.port, host);
+      expect(api.body, host).toBe("the api");
+    }
+    // A mistyped app name, an unknown domain: the edge's own 404, never the API or the console.
+    for (const host of [`unknown.${SHARED}`, `${s.slug}-typo.${SHARED}`, "api.attacker.example", "10.0.0.9"]) {
+      const res = await get(edge.port, host);
+      expect(res.status, host).toBe(404);
+      expect(res.headers["x-workspace-edge"], host).toBe("unknown_host");
+      expect(res.headers["x-api"], host).toBeUndefined();
+    }
   });
 
   it("sets X-Forwarded-*, drops hop-by-hop headers both ways and a client's own X-Forwarded-For", async () => {

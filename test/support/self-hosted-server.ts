@@ -85,5 +85,5 @@ export function useSelfHostedServer(prefix: string, env: Record<string, string> 
     });
   }
 
-  return { api, viaEdge, git: () => s.git, databaseUrl: () => s.fixture.db.url };
+  return { api, viaEdge, port: () => s.port, git: () => s.git, databaseUrl: () => s.fixture.db.url };
 }

@@ -1,11 +1,12 @@
 /**
  * The self-hosted edge: requests whose Host is a project's free route
  * (`<slug>.<SHARED_DOMAIN>`), a preview's (`<slug>--<environment>.<SHARED_DOMAIN>`)
- * or a connected domain go to that environment's current deployment; every
- * other request is the API's. It sits in front of the API on the same listener
- * (one port, one `npm start`).
- *
- * A Host in `apiHosts` is always the API's, whatever project or domain claims it.
+ * or a connected domain go to that environment's current deployment; a Host in
+ * `apiHosts` (configuration, never the request's choice: api-hosts.ts), or no
+ * Host at all, is the API's, whatever project or domain claims it; any other
+ * Host gets the edge's 404 page (an unknown name under SHARED_DOMAIN, a domain
+ * just removed), never the API or the console. It sits in front of the API on
+ * the same listener (one port, one `npm start`).
  *
  * Order per request: ambiguous framing or Host (framing.ts; any request on the
  * listener, the API's too) → 400 and the connection closed; a target over MAX_TARGET → 414; disabled project → 503;
@@ -35,9 +36,9 @@ import { type EdgeTarget, pruneEdgeRateLimits, touchDeployments, wakeDeployment 
 const MAX_LOGGED_PATH = 2048;
 
 export interface Edge {
-  /** Takes the request when its Host is an app's; false: the API answers it. */
+  /** Takes the request unless its Host is the API's (or absent); false: the API answers it. */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
-  /** Takes an upgrade (WebSocket) when its Host is an app's; false: not ours (the socket is left to the caller). */
+  /** Takes an upgrade (WebSocket) unless its Host is the API's; false: not ours (the socket is left to the caller). */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): boolean;
   /** Stops the edge's timers (the rate-limit prune). */
   stop(): void;
@@ -57,11 +58,12 @@ export interface EdgeDeps {
   onWake?: () => void;
   clock?: () => Date;
   /**
-   * Hostnames that are always the API's (PUBLIC_URL's host, …), even when a
-   * project's slug or a connected domain equals one: an app must never take over
-   * the API's own name. Any case, with or without a port. Default: none.
+   * The hostnames the API answers (api-hosts.ts), even when a project's slug or
+   * a connected domain equals one: an app must never take over the API's own
+   * name. Any case, with or without a port. Every other Host is an app's or the
+   * edge's 404.
    */
-  apiHosts?: string[];
+  apiHosts: string[];
   /**
    * How often this process deletes the edge's ended rate-limit windows
    * (`edge:<rule>:<client>` rows of `rate_limits`); 0: never. Default 60 s.
@@ -79,10 +81,11 @@ const DEFAULT_PRUNE_EVERY_MS = 60_000;
 export function createEdge(deps: EdgeDeps): Edge {
   const clock = deps.clock ?? (() => new Date());
   const takeRate = createRateBatcher(deps.db, clock);
-  const apiHosts = new Set((deps.apiHosts ?? []).map((h) => hostnameOf(h)).filter((h): h is string => h !== undefined));
-  const targetOf = (req: IncomingMessage) => {
+  const apiHosts = new Set(deps.apiHosts.map((h) => hostnameOf(h)).filter((h): h is string => h !== undefined));
+  /** "api" for the API's requests (its names, or no Host: an HTTP/1.0 client, a health check), else the app's target or undefined (the edge's 404). */
+  const targetOf = (req: IncomingMessage): EdgeTarget | "api" | undefined => {
     const host = hostnameOf(req.headers.host);
-    if (host !== undefined && apiHosts.has(host)) return undefined;
+    if (host === undefined || apiHosts.has(host)) return "api";
     return deps.table.lookup(req.headers.host);
   };
 
@@ -202,11 +205,11 @@ export function createEdge(deps: EdgeDeps): Edge {
   }
 
   /** A request whose framing or Host is ambiguous: 400, and the connection closed (what follows on it cannot be trusted to be a request). */
-  function refuse(req: IncomingMessage, res: ServerResponse, target: EdgeTarget | undefined) {
+  function refuse(req: IncomingMessage, res: ServerResponse, target: EdgeTarget | "api" | undefined) {
     const started = performance.now();
     res.shouldKeepAlive = false;
     const bytes = sendPage(res, "bad_request");
-    if (!target) return;
+    if (!target || target === "api") return;
     const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
     record(req, target, (requestPath(req.url) ?? TOO_LONG).path, client.text, started, 400, bytes, null);
   }
@@ -265,7 +268,12 @@ export function createEdge(deps: EdgeDeps): Edge {
         refuse(req, res, target);
         return true;
       }
-      if (!target) return false;
+      if (target === "api") return false;
+      if (!target) {
+        req.resume();
+        sendPage(res, "unknown_host");
+        return true;
+      }
       void serve(req, res, target, framing.body);
       return true;
     },
@@ -275,7 +283,11 @@ export function createEdge(deps: EdgeDeps): Edge {
         return true;
       }
       const target = targetOf(req);
-      if (!target) return false;
+      if (target === "api") return false;
+      if (!target) {
+        sendPageOnSocket(socket, "unknown_host");
+        return true;
+      }
       void serveUpgrade(req, socket, head, target);
       return true;
     },

@@ -6,7 +6,17 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
-export type EdgeReason = "disabled" | "not_deployed" | "bad_gateway" | "banned" | "denied" | "rate_limited" | "waking" | "too_long" | "bad_request";
+export type EdgeReason =
+  | "disabled"
+  | "not_deployed"
+  | "bad_gateway"
+  | "banned"
+  | "denied"
+  | "rate_limited"
+  | "waking"
+  | "too_long"
+  | "bad_request"
+  | "unknown_host";
 
 const TEXT: Record<EdgeReason, { status: number; title: string; message: string }> = {
   disabled: { status: 503, title: "Project disabled", message: "This project is disabled by its owner." },
@@ -17,6 +27,7 @@ const TEXT: Record<EdgeReason, { status: number; title: string; message: string 
   rate_limited: { status: 429, title: "Too many requests", message: "Too many requests from your address. Retry later." },
   waking: { status: 503, title: "Starting", message: "The app is starting. Retry in a moment." },
   bad_request: { status: 400, title: "Bad request", message: "The request could be read more than one way (its framing, Host or path), so it is refused." },
+  unknown_host: { status: 404, title: "No app here", message: "No app is served at this address. Check the hostname." },
   too_long: { status: 414, title: "URI too long", message: "The request target is longer than this server takes." },
 };
 
