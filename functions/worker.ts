@@ -28,8 +28,12 @@
  * Delivery: after an event queues sends, the request drains the outbox in
  * `waitUntil` (its own Pool); the cron trigger (`scheduled`, every minute in
  * wrangler.toml) drains whatever is due, retries included.
+ *
+ * Early answers (413 on an oversized body): the answer is sent at once and ends once the
+ * rest of the request body is read and discarded, within bounds, so the client reads it
+ * rather than a reset (functions/worker-early-answer.ts).
  */
-import type { Context } from "hono";
+import type { Context, ExecutionContext } from "hono";
 import { z } from "zod";
 import { createKeyring, type Keyring } from "../shared/crypto/keyring";
 import { openNeon, useLocalWsProxy } from "../shared/db/neon";
@@ -52,6 +56,7 @@ import type { Transports } from "./notifications/delivery/send";
 import { describeError } from "../shared/http/error-log";
 import { streamEnded } from "../shared/http/sse";
 import { logRetentionFromEnv, sweepLogs } from "./logs/store";
+import { answerBeforeBody, type DrainLimits } from "./worker-early-answer";
 
 const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
@@ -84,6 +89,8 @@ export interface WorkerOverrides {
   outbound?: Outbound;
   mailer?: Mailer;
   policy?: Partial<DeliveryPolicy>;
+  /** How much of a request body is still read after an early answer (default DRAIN_BYTES, DRAIN_MS). */
+  drain?: DrainLimits;
 }
 
 interface WaitUntil {
@@ -228,7 +235,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
 
   const app = createApp({ services });
   return {
-    fetch: app.fetch,
+    fetch: answerBeforeBody<Record<string, unknown>, ExecutionContext>((request, env, ctx) => app.fetch(request, env, ctx), overrides.drain),
     /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the log retention. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
       const env = parseBindings(rawEnv);

@@ -41,8 +41,11 @@ describe("request body limits", () => {
     const { stream, pulled } = countedStream(64 * 1024 * 1024);
     const res = await h.request("/api/invitations/accept", { method: "POST", body: stream, headers: JSON_HEADERS });
     await expectProblem(res, 413);
-    // The server stopped pulling within a few chunks of the limit, not at 64 MiB.
-    expect(pulled()).toBeLessThan(MAX_JSON_BODY_BYTES + 1024 * 1024);
+    // The server stopped pulling within a few chunks of the limit, not at 64 MiB. The Worker then
+    // reads the rest and discards it before its answer ends (functions/worker-early-answer.ts; that
+    // the route stopped at the limit is test/worker/early-answer.test.ts).
+    if (h.runtime === "worker") expect(pulled()).toBe(64 * 1024 * 1024);
+    else expect(pulled()).toBeLessThan(MAX_JSON_BODY_BYTES + 1024 * 1024);
   });
 
   it("applies the same limit to authenticated routes, and accepts a body just under it", async () => {

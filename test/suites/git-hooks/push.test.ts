@@ -350,7 +350,9 @@ describe("push webhook: hostile and unknown", () => {
       },
     });
     await expectProblem(await h.request(hookPath(hookId), { method: "POST", headers: d.headers, body: stream }), 413);
-    expect(sent).toBeLessThan(MAX_JSON_BODY_BYTES + 1024 * 1024);
+    // The Worker reads the rest and discards it before its answer ends (functions/worker-early-answer.ts).
+    if (h.runtime === "worker") expect(sent).toBe(8 * 1024 * 1024);
+    else expect(sent).toBeLessThan(MAX_JSON_BODY_BYTES + 1024 * 1024);
     // The same for an unknown hook: the limit holds before the lookup.
     await expectProblem(await post(h, newId("gph"), d), 413);
     expect(await eventsOf(hookId)).toHaveLength(0);
