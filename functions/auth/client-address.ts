@@ -19,7 +19,7 @@ function peerOf(c: AppContext): string | undefined {
   if (config.mode === "cloud") return c.req.header("cf-connecting-ip");
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const peer = incoming?.socket?.remoteAddress;
-  return clientAddress(peer, c.req.header("x-forwarded-for"), config.trustedProxies ?? []).text || undefined;
+  return clientAddress(peer, c.req.header("x-forwarded-for"), config.trustedProxies ?? [], c.req.header("forwarded")).text || undefined;
 }
 
 export function clientKey(c: AppContext): string | undefined {

@@ -117,6 +117,17 @@ describe("edge client address behind a trusted proxy (PGlite)", () => {
     expect(clients).toEqual(["6.6.6.6", "6.6.6.6", "6.6.6.6", "6.6.6.6", "7.7.7.7"]);
   });
 
+  it("without X-Forwarded-For, a trusted proxy's Forwarded header names the client: for= with a port, bracketed IPv6, IPv4-mapped", async () => {
+    for (const forwarded of ['for="6.6.6.6:1234";proto=https', 'for="[::ffff:6.6.6.6]:80"', "for=1.2.3.4, for=6.6.6.6;by=127.0.0.1", "For=6.6.6.6"]) {
+      const res = await get(port, host, "/ban", { forwarded });
+      expect(res.status, forwarded).toBe(403);
+      expect(res.headers["x-workspace-edge"], forwarded).toBe("banned");
+    }
+    expect((await get(port, host, "/ban", { forwarded: "for=7.7.7.7" })).status).toBe(200);
+    // Both present: X-Forwarded-For decides (a proxy writes one of them).
+    expect((await get(port, host, "/ban", { forwarded: "for=6.6.6.6", "x-forwarded-for": "7.7.7.7" })).status).toBe(200);
+  });
+
   it("a hop that does not parse is an unknown client: logged as unknown, not as the proxy", async () => {
     const res = await get(port, host, "/other", { "x-forwarded-for": "6.6.6.6, _hidden" });
     expect(res.status).toBe(200);

@@ -192,6 +192,10 @@ export function createEdge(deps: EdgeDeps): Edge {
     });
   }
 
+  /** The client behind trusted proxies: X-Forwarded-For, else Forwarded's `for=` (shared/net/forwarded-client.ts). */
+  const clientOf = (req: IncomingMessage) =>
+    clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies, req.headers.forwarded);
+
   function forwarding(req: IncomingMessage, client: string): Forwarding {
     // A trusted proxy's chain continues; anyone else's X-Forwarded-For is dropped.
     const trustedPeer = isTrustedPeer(req.socket.remoteAddress, deps.trustedProxies);
@@ -210,7 +214,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     res.shouldKeepAlive = false;
     const bytes = sendPage(res, "bad_request");
     if (!target || target === "api") return;
-    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    const client = clientOf(req);
     record(req, target, (requestPath(req.url) ?? TOO_LONG).path, client.text, started, 400, bytes, null);
   }
 
@@ -218,7 +222,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     const started = performance.now();
     const parsed = requestPath(req.url);
     const path = (parsed ?? TOO_LONG).path;
-    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    const client = clientOf(req);
     try {
       const gated = await gate(req, target, parsed, client);
       if (!("port" in gated)) {
@@ -241,7 +245,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     const started = performance.now();
     const parsed = requestPath(req.url);
     const path = (parsed ?? TOO_LONG).path;
-    const client = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], deps.trustedProxies);
+    const client = clientOf(req);
     try {
       const gated = await gate(req, target, parsed, client);
       if (!("port" in gated)) {
