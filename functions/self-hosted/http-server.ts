@@ -16,8 +16,16 @@
  * after an early answer while advertising keep-alive).
  *
  * Timeouts: Node's `requestTimeout` (300 s for a whole request) is off, since a
- * slow upload through the edge may rightly take longer; `headersTimeout` (60 s
- * for the request head) still guards against clients that never finish one.
+ * slow upload through the edge may rightly take longer. What is bounded is
+ * idleness: the request head must come within HEADERS_TIMEOUT_MS of its first
+ * byte (or of the connection, when nothing is sent; checked every
+ * CHECK_INTERVAL_MS, so a half-open head is closed within about 11 s), a
+ * keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS without a next
+ * request, and a request body that stalls (no byte for BODY_IDLE_TIMEOUT_MS
+ * while the server is reading it) is closed; a body that keeps coming, however
+ * slowly, is never cut. A body the server is not reading (an app slow to read
+ * its upload holds it back) is not the client's stall and is not timed out.
+ * Connections per client address are capped (connection-guard.ts).
  * close() lets requests in flight finish for the grace period, then cuts every
  * connection, upgraded ones (WebSockets through the edge) included: those are
  * no longer the HTTP server's, so they are tracked here.
@@ -25,6 +33,8 @@
 import { getRequestListener } from "@hono/node-server";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import type { Cidr } from "../../shared/net/cidr";
+import { type ConnectionGuard, DEFAULT_MAX_CONNECTIONS_PER_CLIENT, guardConnections } from "./connection-guard";
 
 /** How long, and how many bytes, an early-answered request's body is still read and discarded. */
 export const LINGER_MS = 5_000;
@@ -32,6 +42,23 @@ export const LINGER_BYTES = 64 * 1024 * 1024;
 
 /** How long close() lets in-flight requests finish before cutting their connections. */
 export const CLOSE_GRACE_MS = 10_000;
+
+/** The request head must be complete this long after its first byte (or after the connection opened). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** How often Node checks connections against HEADERS_TIMEOUT_MS (its default, 30 s, would let a head hang for 40 s). */
+export const CHECK_INTERVAL_MS = 1_000;
+/** An idle keep-alive connection is closed after this long without a next request (Node's default). */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** A request body that the server is reading and from which no byte arrives for this long is closed. */
+export const BODY_IDLE_TIMEOUT_MS = 60_000;
+
+export interface Timeouts {
+  headersMs: number;
+  keepAliveMs: number;
+  bodyIdleMs: number;
+  /** Node's connectionsCheckingInterval: the granularity of headersMs. */
+  checkIntervalMs: number;
+}
 
 export class PortInUseError extends Error {}
 
@@ -46,6 +73,8 @@ export interface EdgeHandler {
 export interface BoundServer {
   server: Server;
   port: number;
+  /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT). */
+  connections: ConnectionGuard;
   /** Starts serving the app (and the edge, when given); until then requests are answered 503. */
   serve(fetch: Fetch, edge?: EdgeHandler): void;
   close(): Promise<void>;
@@ -88,12 +117,21 @@ function linger(socket: Socket, req: IncomingMessage, limits: Lingering) {
   req.resume();
 }
 
+/**
+ * Whether the request has a body (a length other than 0, or chunked). One without is complete once its head is,
+ * even when answered before Node's parser has marked it so (a synchronous answer): no early answer, keep-alive holds.
+ */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
 /** Marks an answer written before its request body was fully read, and arms the lingering close. */
 function guardEarlyAnswer(req: IncomingMessage, res: ServerResponse, limits: Lingering) {
   const writeHead = res.writeHead;
   res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
     const socket = req.socket;
-    if (!req.complete && socket && !socket.destroyed && !res.headersSent) {
+    if (!req.complete && hasBody(req) && socket && !socket.destroyed && !res.headersSent) {
       // Node then sends `Connection: close` and ends the connection after this answer...
       res.shouldKeepAlive = false;
       // ...through socket.destroySoon(), as does @hono/node-server's drain timer: both linger instead.
@@ -101,6 +139,35 @@ function guardEarlyAnswer(req: IncomingMessage, res: ServerResponse, limits: Lin
     }
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
   } as typeof res.writeHead;
+}
+
+/**
+ * Closes the connection when the request body stalls: no byte read from the socket for `ms` while the body is
+ * incomplete and the server is reading it (checked every ms/4, so within 1.25 × ms). While the socket or the
+ * request is paused, its reader (an app slow to take its upload) holds the body back, not the client: not a stall.
+ * Requests without a body are not watched; the watch ends when the body is complete or the request closes.
+ */
+function watchBody(req: IncomingMessage, ms: number) {
+  const socket = req.socket;
+  if (ms <= 0 || !socket || socket.destroyed || !hasBody(req)) return;
+  let seen = socket.bytesRead;
+  let idleSince = performance.now();
+  const timer = setInterval(
+    () => {
+      if (req.complete || socket.destroyed) return void clearInterval(timer);
+      const now = performance.now();
+      if (socket.bytesRead !== seen || socket.isPaused() || req.isPaused()) {
+        seen = socket.bytesRead;
+        idleSince = now;
+      } else if (now - idleSince >= ms) {
+        clearInterval(timer);
+        socket.destroy();
+      }
+    },
+    Math.max(1, Math.floor(ms / 4)),
+  );
+  timer.unref();
+  req.once("close", () => clearInterval(timer));
 }
 
 const STARTING = JSON.stringify({
@@ -120,11 +187,26 @@ export async function bindHttpServer(opts: {
   linger?: { ms: number; bytes: number };
   /** How long close() waits for connections in flight (default CLOSE_GRACE_MS; tests). */
   closeGraceMs?: number;
+  /** MAX_CONNECTIONS_PER_CLIENT (default 256). */
+  maxConnectionsPerClient?: number;
+  /** TRUSTED_PROXIES: peers whose connections are not capped. */
+  trustedProxies?: Cidr[];
+  /** Overrides of the connection timeouts (tests). */
+  timeouts?: Partial<Timeouts>;
 }): Promise<BoundServer> {
   const limits: Lingering = { ...(opts.linger ?? { ms: LINGER_MS, bytes: LINGER_BYTES }), sockets: new Set() };
+  const timeouts: Timeouts = {
+    headersMs: HEADERS_TIMEOUT_MS,
+    keepAliveMs: KEEP_ALIVE_TIMEOUT_MS,
+    bodyIdleMs: BODY_IDLE_TIMEOUT_MS,
+    checkIntervalMs: CHECK_INTERVAL_MS,
+    ...opts.timeouts,
+  };
   let listener: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
   let edge: EdgeHandler | undefined;
-  const server = createServer((req, res) => {
+  const server = createServer({ connectionsCheckingInterval: timeouts.checkIntervalMs }, (req, res) => {
+    firstHeadCame(req.socket);
+    watchBody(req, timeouts.bodyIdleMs);
     if (edge?.handle(req, res)) return;
     guardEarlyAnswer(req, res, limits);
     if (listener) return void listener(req, res);
@@ -132,6 +214,23 @@ export async function bindHttpServer(opts: {
   });
   // A whole request may take as long as its body takes (a slow upload through the edge); the head must still come within headersTimeout.
   server.requestTimeout = 0;
+  server.headersTimeout = timeouts.headersMs;
+  server.keepAliveTimeout = timeouts.keepAliveMs;
+  // Node's headersTimeout counts from a head's first byte: a connection that sends nothing at all is closed by
+  // its socket's idle timeout (Node destroys a timed-out socket nobody handles), cleared once its first head is in.
+  const silent = new WeakSet<Socket>();
+  const firstHeadCame = (socket: Socket) => {
+    if (silent.delete(socket)) socket.setTimeout(0);
+  };
+  server.on("connection", (socket: Socket) => {
+    if (timeouts.headersMs <= 0 || socket.destroyed) return;
+    silent.add(socket);
+    socket.setTimeout(timeouts.headersMs);
+  });
+  const connections = guardConnections(server, {
+    maxPerClient: opts.maxConnectionsPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    trustedProxies: opts.trustedProxies ?? [],
+  });
   // Sockets taken over by an upgrade: server.closeAllConnections() no longer sees them.
   const upgraded = new Set<Socket>();
   await new Promise<void>((resolve, reject) => {
@@ -152,11 +251,13 @@ export async function bindHttpServer(opts: {
   return {
     server,
     port: (server.address() as AddressInfo).port,
+    connections,
     serve(fetch, appEdge) {
       listener = getRequestListener(fetch as Parameters<typeof getRequestListener>[0], { hostname: opts.host });
       edge = appEdge;
       // The API has no upgrade routes: an upgrade that is not an app's is refused by closing the socket.
       server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+        firstHeadCame(socket);
         upgraded.add(socket);
         socket.once("close", () => upgraded.delete(socket));
         if (!edge?.upgrade(req, socket, head)) socket.destroy();

@@ -16,6 +16,7 @@ import type { NodeConfig } from "./config";
 import { checkDataDir, ensurePrivateDir, loadOrCreateKeySpec, lockDataDir, makeTreePrivate, writeOwnerToken } from "./data-dir";
 import { mountConsole } from "./console";
 import { apiHostsWarning } from "./api-hosts";
+import { raiseFdLimit } from "./fd-limit";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
 
@@ -31,7 +32,14 @@ export interface RunningServer {
 export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log, startedAt = performance.now()): Promise<RunningServer> {
   // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
   checkDataDir(config.dataDir);
-  const http = await bindHttpServer({ port: config.port, host: config.host });
+  const fdLimit = raiseFdLimit();
+  if (fdLimit) print(fdLimit);
+  const http = await bindHttpServer({
+    port: config.port,
+    host: config.host,
+    maxConnectionsPerClient: config.maxConnectionsPerClient,
+    trustedProxies: config.trustedProxies,
+  });
   let unlock = () => {};
   try {
     // Postgres may be shared by several stateless processes; the embedded database may not.
