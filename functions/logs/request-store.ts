@@ -80,6 +80,8 @@ export interface NewStreamToken {
   displayPrefix: string;
   scopes: string[];
   expiresAt: Date;
+  /** The caller's token or cookie session (Caller.tokenId): streams opened with this token end with it. */
+  parentId: string;
 }
 
 /** Stores a log-stream token for the caller's project (404 when it is not theirs). */
@@ -97,6 +99,7 @@ export async function createLogStreamToken(db: Db, projectId: string, t: NewStre
       kind: "log_stream",
       projectId: project.id,
       orgId: t.orgId,
+      parentId: t.parentId,
     });
   });
 }

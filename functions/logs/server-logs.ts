@@ -188,6 +188,7 @@ export const serverLogsRouter = createRouter()
       displayPrefix: displayPrefix(token),
       scopes: ["project:read"],
       expiresAt,
+      parentId: caller.tokenId,
     });
     const base = (c.get("config").publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, "");
     const streamUrl = `${base}/api/projects/${encodeURIComponent(id)}/server-logs/stream?token=${encodeURIComponent(token)}`;

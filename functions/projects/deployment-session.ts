@@ -42,6 +42,7 @@ export async function openDeploymentSession(c: AppContext, projectId: string): P
     displayPrefix: displayPrefix(token),
     scopes,
     expiresAt,
+    parentId: caller.tokenId,
   });
   return { token, projectId: id, expiresAt: expiresAt.toISOString(), scopes };
 }

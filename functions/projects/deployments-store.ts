@@ -62,6 +62,8 @@ interface NewSession {
   displayPrefix: string;
   scopes: string[];
   expiresAt: Date;
+  /** The caller's token or cookie session (Caller.tokenId): streams opened with this token end with it. */
+  parentId: string;
 }
 
 /**
@@ -83,6 +85,7 @@ export async function createDeploymentSession(db: Db, projectId: string, s: NewS
       kind: "deployment_session",
       projectId: project.id,
       orgId: s.orgId,
+      parentId: s.parentId,
     });
     return project.id;
   });

@@ -69,7 +69,7 @@ export async function findSessionForAuth(ex: Executor, secret: string, orgHeader
 }
 
 /** Whether the session is still open at `now` (absolute and idle expiry, and the token it was opened with). */
-export function sessionIsLive(row: SessionAuthRow, now: Date): boolean {
+export function sessionIsLive(row: Pick<SessionAuthRow, "expiresAt" | "lastSeenAt" | "tokenId" | "tokenRevokedAt" | "tokenExpiresAt">, now: Date): boolean {
   if (row.expiresAt <= now) return false;
   if (row.lastSeenAt.getTime() + SESSION_IDLE_MS <= now.getTime()) return false;
   if (row.tokenId && (row.tokenRevokedAt || (row.tokenExpiresAt && row.tokenExpiresAt <= now))) return false;

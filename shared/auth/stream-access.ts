@@ -3,7 +3,9 @@
  * request that opened it (up to an hour), so it asks again every few seconds
  * (shared/http/sse.ts) with the rules the guard applied at open: the token is
  * neither revoked nor expired (a log-stream token's 60 s bound only the opening),
- * or the cookie session is still live; the user is still a member of the
+ * nor is the token or cookie session that minted it (a stream token minted by a
+ * personal token or the console's session ends with it), or the cookie session
+ * is still live; the user is still a member of the
  * organization; the role's tags ∩ the token's scopes still hold the route's
  * permission; and the project still exists. One small query by primary keys.
  */
@@ -46,6 +48,7 @@ async function tokenEnd(db: Db, caller: Caller, orgId: string, grant: StreamGran
       expiresAt: apiTokens.expiresAt,
       kind: apiTokens.kind,
       scopes: apiTokens.scopes,
+      parentId: apiTokens.parentId,
       role: memberships.role,
       project: projectExists(orgId, grant.projectId),
     })
@@ -56,7 +59,32 @@ async function tokenEnd(db: Db, caller: Caller, orgId: string, grant: StreamGran
   if (!row) return caller.session ? PROJECT_DELETED : revoked("The token was revoked");
   if (row.revokedAt) return revoked("The token was revoked");
   if (row.kind !== "log_stream" && row.expiresAt && row.expiresAt <= now) return revoked("The token expired");
+  const parent = row.parentId ? await parentEnd(db, row.parentId, now) : undefined;
+  if (parent) return parent;
   return membershipEnd(row.role, row.scopes, grant.permission) ?? (row.project ? undefined : PROJECT_DELETED);
+}
+
+/** Whether the token or cookie session that minted the stream's token has ended (revoked, expired, logged out). */
+async function parentEnd(db: Db, parentId: string, now: Date): Promise<AccessEnd | undefined> {
+  const [token] = await db.select({ revokedAt: apiTokens.revokedAt, expiresAt: apiTokens.expiresAt }).from(apiTokens).where(eq(apiTokens.id, parentId));
+  if (token) {
+    if (token.revokedAt) return revoked("The token that opened the stream was revoked");
+    if (token.expiresAt && token.expiresAt <= now) return revoked("The token that opened the stream expired");
+    return undefined;
+  }
+  const [session] = await db
+    .select({
+      tokenId: sessions.tokenId,
+      lastSeenAt: sessions.lastSeenAt,
+      expiresAt: sessions.expiresAt,
+      tokenRevokedAt: apiTokens.revokedAt,
+      tokenExpiresAt: apiTokens.expiresAt,
+    })
+    .from(sessions)
+    .leftJoin(apiTokens, eq(apiTokens.id, sessions.tokenId))
+    .where(eq(sessions.id, parentId));
+  if (!session || !sessionIsLive(session, now)) return revoked("The session that opened the stream ended");
+  return undefined;
 }
 
 async function sessionEnd(db: Db, sessionId: string, orgId: string, grant: StreamGrant, now: Date): Promise<AccessEnd | undefined> {

@@ -65,6 +65,11 @@ export const apiTokens = pgTable(
     kind: text("kind", { enum: TOKEN_KINDS }).notNull().default("personal"),
     projectId: text("project_id"),
     orgId: text("org_id").references(() => organizations.id, { onDelete: "cascade" }),
+    /**
+     * The token or cookie session that minted this one (deployment-session and log-stream tokens; null
+     * for personal tokens): a stream opened with it ends when the parent is revoked, expires or logs out.
+     */
+    parentId: text("parent_id"),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("api_tokens_hash_idx").on(t.tokenHash), index("api_tokens_user_idx").on(t.userId), index("api_tokens_project_idx").on(t.projectId)],

@@ -174,6 +174,46 @@ describe("server-log stream and build stream: access for their life", () => {
     expect(end).toEqual({ reason: "access revoked", detail: "The user is no longer a member of the organization" });
   });
 
+  it("a stream token's stream ends when the token that minted it is revoked; the stream token itself was not", async () => {
+    const t = await seedTenant(h);
+    const { p, target } = await projectOf(t);
+    const parent = await seedToken(h, t.userId);
+    const minted = await expectStatus(await h.request(`/api/projects/${p.id}/server-logs/stream-token`, { token: parent.token }), 200);
+    const url = new URL(minted.streamUrl);
+    const reader = await stream({ token: "" }, `${url.pathname}${url.search}`);
+    const request = () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" });
+    const end = await endsAfter(
+      reader,
+      request,
+      async () => expectStatus(await h.request(`/api/tokens/${parent.id}`, { method: "DELETE", token: t.token }), 204),
+      request,
+    );
+    expect(end).toEqual({ reason: "access revoked", detail: "The token that opened the stream was revoked" });
+  });
+
+  it("a stream token minted by a cookie session: its stream ends when that session logs out", async () => {
+    const t = await seedTenant(h);
+    const { p, target } = await projectOf(t);
+    const secret = newSessionSecret();
+    const now = new Date();
+    await openSession(h.db, { userId: t.userId, secret, tokenId: null, userAgent: null, expiresAt: new Date(now.getTime() + 3_600_000), now });
+    const cookie = `${sessionCookieName("http://workspace.test/")}=${secret}`;
+    const minted = await expectStatus(
+      await h.request(`/api/projects/${p.id}/server-logs/stream-token`, { headers: { cookie, "x-organization-id": t.orgId } }),
+      200,
+    );
+    const url = new URL(minted.streamUrl);
+    const reader = await stream({ token: "" }, `${url.pathname}${url.search}`);
+    const request = () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" });
+    const end = await endsAfter(
+      reader,
+      request,
+      async () => expectStatus(await h.request("/api/auth/logout", { method: "POST", headers: { cookie, origin: "http://workspace.test" } }), 204),
+      request,
+    );
+    expect(end).toEqual({ reason: "access revoked", detail: "The session that opened the stream ended" });
+  });
+
   it("a bearer token's server-log stream ends when the project is deleted", async () => {
     const t = await seedTenant(h);
     const { p, target } = await projectOf(t);
