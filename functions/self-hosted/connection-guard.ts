@@ -10,7 +10,9 @@
  * address. Peers in TRUSTED_PROXIES are not capped: every client behind a
  * proxy in front of the edge arrives from the proxy's address. The count map
  * holds only addresses with open connections (an entry is deleted at 0), so
- * it is bounded by the open connections.
+ * it is bounded by the open connections. An address already at its cap has its
+ * next connections closed as they are accepted, before Node makes a socket of
+ * them: a client reconnecting in a loop costs the server an accept and a close.
  */
 import type { Server } from "node:net";
 import type { Socket } from "node:net";
@@ -30,6 +32,12 @@ export interface ConnectionGuard {
 export function peerKey(address: string): string {
   return address.length > 7 && address.slice(0, 7).toLowerCase() === "::ffff:" && address.includes(".") ? address.slice(7) : address;
 }
+
+interface AcceptedHandle {
+  getpeername(out: { address?: string }): number;
+  close(): void;
+}
+type AcceptCallback = (this: unknown, err: number, client?: AcceptedHandle) => void;
 
 export function guardConnections(server: Server, opts: { maxPerClient: number; trustedProxies: Cidr[] }): ConnectionGuard {
   const open = new Map<string, number>();
@@ -54,6 +62,27 @@ export function guardConnections(server: Server, opts: { maxPerClient: number; t
       else open.set(key, left);
     });
   });
+  // Fast path: a connection from an address already at its cap is closed as the listener accepts it, before Node
+  // makes a socket and an HTTP parser for it (a client that reconnects in a loop then costs the server little).
+  // Node's own accept callback (net.js onconnection) is wrapped; where it is not there, the check above does it all.
+  const refuseOnAccept = () => {
+    const handle = (server as unknown as { _handle?: { onconnection?: AcceptCallback } })._handle;
+    const accept = handle?.onconnection;
+    if (!handle || typeof accept !== "function") return;
+    handle.onconnection = function (this: unknown, err: number, client?: AcceptedHandle) {
+      if (!err && client && typeof client.getpeername === "function" && typeof client.close === "function") {
+        const peer: { address?: string } = {};
+        if (client.getpeername(peer) === 0 && peer.address !== undefined && (open.get(peerKey(peer.address)) ?? 0) >= max) {
+          refused++;
+          client.close();
+          return;
+        }
+      }
+      return accept.call(this, err, client);
+    };
+  };
+  if (server.listening) refuseOnAccept();
+  else server.once("listening", refuseOnAccept);
   return {
     open,
     get refused() {
