@@ -147,6 +147,40 @@ describe("per-client-address cap", () => {
     expect(again.open()).toBe(10);
   });
 
+  it("counts an upgraded connection (a WebSocket through the edge) until it closes; the head timeout no longer applies to it", async () => {
+    const bound = await bindHttpServer({
+      port: 0,
+      host: "127.0.0.1",
+      maxConnectionsPerClient: 3,
+      timeouts: { headersMs: 500, checkIntervalMs: 100 },
+      closeGraceMs: 100,
+    });
+    cleanups.push(() => bound.close());
+    // An edge that takes every upgrade and keeps the tunnel open (reading it, as the edge's tunnel does).
+    bound.serve(() => new Response("api"), {
+      handle: () => false,
+      upgrade: (_req, socket) => {
+        socket.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+        socket.resume();
+        socket.on("end", () => socket.end());
+        return true;
+      },
+    });
+    const upgrade = "GET /ws HTTP/1.1\r\nHost: app.apps.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+    const tunnels = await hold(bound.port, "127.0.0.2", 3, upgrade);
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Three times the head timeout later the tunnels are still open, and still count.
+    expect(tunnels.open()).toBe(3);
+    expect(bound.connections.open.get("127.0.0.2")).toBe(3);
+    const fourth = await hold(bound.port, "127.0.0.2", 1, upgrade);
+    await until(() => fourth.open() === 0, 2_000, "the fourth connection closed");
+    tunnels.sockets[0].destroy();
+    await until(() => bound.connections.open.get("127.0.0.2") === 2, 2_000, "a tunnel closed");
+    const fifth = await hold(bound.port, "127.0.0.2", 1, upgrade);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(fifth.open()).toBe(1);
+  });
+
   it("does not cap a peer in TRUSTED_PROXIES", async () => {
     const bound = await smallServer({ max: 16, trusted: ["127.0.0.4/32"] });
     const proxy = await hold(bound.port, "127.0.0.4", 200);
