@@ -1,21 +1,51 @@
-/** Embedded PGlite: the self-hosted default. One connection; every query is serialized. */
-import { PGlite } from "@electric-sql/pglite";
+/**
+ * Embedded PGlite: the self-hosted default. One connection; every query is serialized.
+ *
+ * PGlite is Postgres compiled to WASM, and a statement runs synchronously where
+ * PGlite lives: on the server's event loop, a 2 s scan froze every request (API,
+ * edge, timers) for 2 s. So PGlite lives in a worker thread (pglite-worker.mjs)
+ * and this side holds a small client that sends each statement as a message
+ * (pglite-client.ts). Drizzle (`drizzle-orm/pglite`) runs here on that client
+ * exactly as on PGlite itself: the rows are parsed by PGlite in the worker (the
+ * types drizzle asks raw, timestamps and dates, are parsed here by drizzle's own
+ * parsers), a transaction holds PGlite's lock in the worker until it ends (other
+ * statements wait, never interleaved), LISTEN notifications are forwarded, and
+ * errors keep their Postgres fields (`code`, `constraint`, ...).
+ *
+ * Chosen over `@electric-sql/pglite-socket` (PGlite behind a Postgres socket for
+ * the `pg` driver): that server runs PGlite on the loop of whoever hosts it (a
+ * worker would be needed all the same), `pg` parses types differently from
+ * PGlite (int8, numeric, json), and its sharing of one session between several
+ * connections has open deadlock and interleaving bugs (electric-sql/pglite
+ * issues 985 and 1046).
+ */
+import type { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import { migrate } from "drizzle-orm/pglite/migrator";
 import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
+import { openPgliteWorker } from "./pglite-client";
 
 export interface PgliteDatabase {
   db: Db;
+  /**
+   * The worker's client. It has the parts of PGlite's API that drizzle and this
+   * code use (query, exec, transaction, listen, dumpDataDir, close) and is typed
+   * as PGlite for them; the rest of PGlite's API is not there.
+   */
   client: PGlite;
   close(): Promise<void>;
 }
 
 export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob | File; migrate?: boolean }): Promise<PgliteDatabase> {
-  const client = new PGlite({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir });
-  await client.waitReady;
-  const db = drizzle(client, { schema }) as unknown as Db;
-  if (opts.migrate !== false) await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
-  return { db, client, close: () => client.close() };
+  const client = (await openPgliteWorker({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir })) as unknown as PGlite;
+  try {
+    const db = drizzle(client, { schema }) as unknown as Db;
+    if (opts.migrate !== false) await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+    return { db, client, close: () => client.close() };
+  } catch (e) {
+    await client.close().catch(() => {});
+    throw e;
+  }
 }
