@@ -15,8 +15,8 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { lastEventIdOf, sseResponse } from "../../shared/http/sse";
 import { DEFAULT_LOG_LIMIT, LastEventIdQuery, LogCursor, LogLimit, MAX_LOG_LIMIT, MAX_QUERY_CHARS, SSE_200, SSE_DESCRIPTION, STREAM_BATCH } from "./query";
 import { lineNamer } from "./environment-names";
-import { LogPageSchema } from "./schema";
-import { committedLastSeq, deploymentState, listRuntimeLines, readRuntimeLines, type RuntimeFilter } from "./store";
+import { RuntimeLogPageSchema } from "./schema";
+import { committedLastSeq, deploymentState, listRuntimeLines, logSearchSettings, lowestSeq, readRuntimeLines, type RuntimeFilter, ScanWindow } from "./store";
 
 const TAGS = ["Logs"];
 
@@ -29,7 +29,9 @@ const Filters = {
     .min(1)
     .max(MAX_QUERY_CHARS)
     .optional()
-    .openapi({ description: `Only lines containing this text, case-insensitive (a plain substring, not a pattern; at most ${MAX_QUERY_CHARS} characters)` }),
+    .openapi({
+      description: `Only lines containing this text, case-insensitive (a plain substring, not a pattern; at most ${MAX_QUERY_CHARS} characters). No index serves it: the lines are read in short windows, newest first, and a page's search stops after about ${logSearchSettings.budgetMs / 1000} s or ${logSearchSettings.budgetRows.toLocaleString("en-US")} lines read, answering \`partial: true\` with what it found so far (see the response).`,
+    }),
   since: z.iso.datetime({ offset: true }).optional().openapi({ description: "Only lines written at or after this time (ISO 8601)" }),
 };
 
@@ -37,6 +39,7 @@ const RETENTION =
   "Lines are kept 30 days and at most 50,000 per project (build lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).";
 const LINE =
   "Each line: `{id, timestamp, deploymentId, environment, stream, message}`; `id` is the line's sequence number in the project; `deploymentId` and `environment` (the name of the deployment's environment, e.g. `production` or a preview's name) tell where it comes from, since lines of every environment are read together unless `environment` or `deploymentId` narrows them. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.";
+const SEARCH = `A search (\`q\`) is bounded so that it never holds the server: it reads the project's lines in short windows, newest first, and stops after about ${logSearchSettings.budgetMs / 1000} s or ${logSearchSettings.budgetRows.toLocaleString("en-US")} lines read. It then answers \`partial: true\`: \`items\` are every matching line from \`nextCursor\` (inclusive) up to the page's start (fewer than \`limit\`, possibly none) and \`nextCursor\` is where the search stopped; ask again with it as \`cursor\` (and the same filters) to search on through older lines. Pages read this way in turn are complete and never repeat a line. Without \`q\`, \`partial\` is always false.`;
 const ERRORS =
   "404 for a project that is not the caller organization's; 400 naming the field for a malformed value, an unknown `environment` or a `deploymentId` that is not the project's. Accepts the project's deployment-session token (`wsd_…`).";
 
@@ -48,6 +51,7 @@ const page = defineRoute({
   description: [
     `Without \`cursor\`, the newest \`limit\` (1-${MAX_LOG_LIMIT}, default ${DEFAULT_LOG_LIMIT}) lines that match, oldest first (newest last); \`nextCursor\` pages back to the \`limit\` older matching lines before them (again oldest first) and is null when there are none.`,
     "Filters: `deploymentId`, `environment` (name), `stream`, `since` (inclusive) and `until` (exclusive) as ISO 8601 times, `q` (case-insensitive substring).",
+    SEARCH,
     LINE,
     RETENTION,
     ERRORS,
@@ -62,7 +66,7 @@ const page = defineRoute({
       cursor: LogCursor.openapi({ description: "`nextCursor` of the previous page: the lines before it" }),
     }),
   },
-  responses: { 200: jsonResponse(LogPageSchema, "The matching lines, newest last") },
+  responses: { 200: jsonResponse(RuntimeLogPageSchema, "The matching lines, newest last") },
 });
 
 const stream = defineRoute({
@@ -114,9 +118,10 @@ export const runtimeLogsRouter = createRouter()
     const query = c.req.valid("query");
     const { orgId, projectId, filter } = await scoped(c, c.req.valid("param").id, query);
     const before = query.cursor === undefined ? undefined : Number(query.cursor);
-    const { rows, more } = await listRuntimeLines(c.get("db"), orgId, projectId, filter, before, query.limit);
+    const { rows, more, partial, resumeBefore } = await listRuntimeLines(c.get("db"), orgId, projectId, filter, before, query.limit);
     const items = await lineNamer(c.get("db"), orgId)(rows);
-    return c.json({ items, nextCursor: more ? items[0]!.id : null }, 200);
+    const nextCursor = partial ? String(resumeBefore) : more ? items[0]!.id : null;
+    return c.json({ items, nextCursor, partial }, 200);
   })
   .openapi(stream, async (c) => {
     const query = c.req.valid("query");
@@ -126,19 +131,27 @@ export const runtimeLogsRouter = createRouter()
     let after = resume ?? (filter.since !== undefined ? 0 : await committedLastSeq(db, projectId));
     // One namer for the stream: each deployment's environment is read with its first lines, then remembered.
     const named = lineNamer(db, orgId);
+    // A search (`q`) reads bounded windows of line numbers, from the project's first line on (store.ts, ScanWindow).
+    const search = filter.q !== undefined ? new ScanWindow() : undefined;
+    if (search) {
+      const first = await lowestSeq(db, projectId, Number.MAX_SAFE_INTEGER);
+      if (first !== undefined) after = Math.max(after, first - 1);
+    }
     return sseResponse(c, {
       grant: { permission: "project:read", projectId },
       next: async () => {
         // Every line up to the committed counter is visible: the cursor moves there even past lines the filters skip.
-        const upto = await committedLastSeq(db, projectId);
-        const rows = await readRuntimeLines(db, orgId, projectId, filter, after, upto, STREAM_BATCH);
+        const committed = await committedLastSeq(db, projectId);
+        const upto = search ? Math.min(committed, after + search.size) : committed;
+        const read = () => readRuntimeLines(db, orgId, projectId, filter, after, upto, STREAM_BATCH);
+        const rows = search ? await search.read(read) : await read();
         const events = (await named(rows)).map((l) => ({ id: l.id, event: "log", data: JSON.stringify(l) }));
         if (rows.length === STREAM_BATCH) {
           after = rows[rows.length - 1]!.seq;
           return { events, more: true };
         }
         after = Math.max(after, upto);
-        return { events };
+        return upto < committed ? { events, more: true } : { events };
       },
     });
   });

@@ -40,3 +40,15 @@ export const LogPageSchema = z
     nextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null when there is none" }),
   })
   .openapi("LogLinePage");
+
+/** The runtime page: a `q` search may stop at its budget (store.ts, logSearchSettings) and say so. */
+export const RuntimeLogPageSchema = LogPageSchema.extend({
+  nextCursor: z.string().nullable().openapi({
+    description:
+      "Pass as `cursor` for the next (older) page; null when no older line matches. After a partial search: the line number the search stopped at (the lines before it are not searched yet)",
+  }),
+  partial: z.boolean().openapi({
+    description:
+      "True when a `q` search stopped at its time or line budget before filling the page: `items` holds every match from `nextCursor` up, and the search goes on with `cursor=nextCursor`. Always false without `q`",
+  }),
+}).openapi("RuntimeLogPage");

@@ -119,8 +119,98 @@ function runtimeWhere(ex: Executor, orgId: string, projectId: string, f: Runtime
 }
 
 /**
+ * How a text search (`q`) reads: a substring match has no index to use, so it scans
+ * the project's lines in windows of sequence numbers, one short statement each,
+ * giving way to other requests between them (their queries run between two windows,
+ * on the embedded database too, where a statement holds the only connection and,
+ * in-thread, the event loop); the windows of all searches take turns. A window is sized from the last one's duration to
+ * take about `statementMs`. A page's search stops after `budgetMs` or once it has
+ * spanned `budgetRows` sequence numbers, and answers what it found so far as
+ * partial, with the cursor to go on from. Tests may change these.
+ */
+export const logSearchSettings = {
+  /** Target duration of one window's statement. */
+  statementMs: 5,
+  /** Sequence numbers in the first window; later ones adapt. */
+  firstWindow: 500,
+  minWindow: 50,
+  maxWindow: 50_000,
+  /** A page's search answers partial after this long… */
+  budgetMs: 1000,
+  /** …or after spanning this many sequence numbers. */
+  budgetRows: 200_000,
+};
+
+/** Lets queued I/O and timers run before going on (a macrotask: promise continuations alone would starve them). */
+export function yieldToOthers(): Promise<void> {
+  return new Promise((resolve) => (typeof setImmediate === "function" ? setImmediate(resolve) : setTimeout(resolve, 0)));
+}
+
+/**
+ * The windows of every search in this process take turns, one at a time, each after
+ * giving way to other work: however many searches run at once, a turn of the event
+ * loop (and the embedded database) holds at most one window.
+ */
+let lane: Promise<void> = Promise.resolve();
+/**
+ * Not on the Worker: there each request has its own database pool, and a request
+ * canceled mid-read could leave the next one waiting on a promise of its context.
+ */
+const takeTurns = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent !== "Cloudflare-Workers";
+
+/** A window of sequence numbers whose size follows the duration of its reads (see logSearchSettings). */
+export class ScanWindow {
+  size = logSearchSettings.firstWindow;
+
+  /** Runs one read in its turn (see `lane`) and resizes the window from the read's duration. */
+  async read<T>(run: () => Promise<T>): Promise<T> {
+    const before = takeTurns ? lane : undefined;
+    let release = () => {};
+    if (takeTurns) {
+      lane = new Promise((resolve) => {
+        release = resolve;
+      });
+    }
+    try {
+      await before;
+      await yieldToOthers();
+      const started = performance.now();
+      const out = await run();
+      const took = Math.max(performance.now() - started, 0.5);
+      const s = logSearchSettings;
+      // At most 4x larger at a time (a read of an empty range says little); smaller at once.
+      const next = Math.min(this.size * 4, Math.round((this.size * s.statementMs) / took));
+      this.size = Math.max(s.minWindow, Math.min(s.maxWindow, next));
+      return out;
+    } finally {
+      release();
+    }
+  }
+}
+
+/** The project's lowest sequence number below `belowSeq` (a primary-key lookup), or undefined when it has none. */
+export async function lowestSeq(ex: Executor, projectId: string, belowSeq: number): Promise<number | undefined> {
+  const [row] = await ex
+    .select({ seq: min(logLines.seq) })
+    .from(logLines)
+    .where(and(eq(logLines.projectId, projectId), lt(logLines.seq, belowSeq)));
+  return row?.seq ?? undefined;
+}
+
+export interface RuntimePage {
+  rows: LogLineRow[];
+  /** Older matching lines may exist before `resumeBefore` (or before the first row). */
+  more: boolean;
+  /** The search stopped at its budget: lines before `resumeBefore` were not read yet. */
+  partial: boolean;
+  /** With `partial`: the sequence number to page on from (lines before it). */
+  resumeBefore?: number;
+}
+
+/**
  * A page of runtime lines ending before `beforeSeq` (none: the newest), the newest
  * `limit` that match, returned oldest first; `more` tells whether older ones match.
+ * With `q`, a bounded search in windows (logSearchSettings) that may answer partial.
  */
 export async function listRuntimeLines(
   ex: Executor,
@@ -129,7 +219,8 @@ export async function listRuntimeLines(
   f: RuntimeFilter,
   beforeSeq: number | undefined,
   limit: number,
-): Promise<{ rows: LogLineRow[]; more: boolean }> {
+): Promise<RuntimePage> {
+  if (f.q !== undefined && f.q !== "") return searchRuntimeLines(ex, orgId, projectId, f, beforeSeq, limit);
   const where = runtimeWhere(ex, orgId, projectId, f);
   if (beforeSeq !== undefined) where.push(lt(logLines.seq, beforeSeq));
   const rows = await ex
@@ -139,7 +230,45 @@ export async function listRuntimeLines(
     .orderBy(desc(logLines.seq))
     .limit(limit + 1);
   const more = rows.length > limit;
-  return { rows: rows.slice(0, limit).reverse(), more };
+  return { rows: rows.slice(0, limit).reverse(), more, partial: false };
+}
+
+/** listRuntimeLines with `q`: newest windows first, until `limit + 1` matches, the project's first line, or the budget. */
+async function searchRuntimeLines(
+  ex: Executor,
+  orgId: string,
+  projectId: string,
+  f: RuntimeFilter,
+  beforeSeq: number | undefined,
+  limit: number,
+): Promise<RuntimePage> {
+  const started = performance.now();
+  const where = runtimeWhere(ex, orgId, projectId, f);
+  let hi = beforeSeq ?? (await committedLastSeq(ex, projectId)) + 1;
+  const floor = await lowestSeq(ex, projectId, hi);
+  const found: LogLineRow[] = [];
+  if (floor === undefined) return { rows: found, more: false, partial: false };
+  const window = new ScanWindow();
+  let spanned = 0;
+  while (hi > floor) {
+    const lo = Math.max(floor, hi - window.size);
+    const rows = await window.read(() =>
+      ex
+        .select(lineColumns)
+        .from(logLines)
+        .where(and(...where, gte(logLines.seq, lo), lt(logLines.seq, hi)))
+        .orderBy(desc(logLines.seq))
+        .limit(limit + 1 - found.length),
+    );
+    found.push(...rows);
+    if (found.length > limit) return { rows: found.slice(0, limit).reverse(), more: true, partial: false };
+    spanned += hi - lo;
+    hi = lo;
+    if (hi > floor && (performance.now() - started >= logSearchSettings.budgetMs || spanned >= logSearchSettings.budgetRows)) {
+      return { rows: found.reverse(), more: true, partial: true, resumeBefore: hi };
+    }
+  }
+  return { rows: found.reverse(), more: false, partial: false };
 }
 
 /** Runtime lines with `afterSeq < seq <= uptoSeq` that match, oldest first (the stream's read). */

@@ -111,42 +111,88 @@ async function sealSecret(keyring: Keyring, s: Scope, key: string, value: string
   return keyring.encrypt(value, ctx);
 }
 
+/** Gives way to other work between batches of a large merge (a macrotask: promise continuations alone would not). */
+export const yieldToOthers = (): Promise<void> =>
+  new Promise((resolve) => (typeof setImmediate === "function" ? setImmediate(resolve) : setTimeout(resolve, 0)));
+
+/**
+ * Values (characters) one statement of a merge carries at most: a merge of 200 values
+ * near their 32 KiB cap is ~50 short statements rather than one of 6.5 MB, and the
+ * event loop (which runs the embedded database's statements, and parses every result)
+ * is given way between them.
+ */
+const STATEMENT_CHARS = 128 * 1024;
+/** Rows per statement at most, however short their values. */
+const STATEMENT_ROWS = 100;
+
+/** `items` in consecutive batches of at most STATEMENT_ROWS items and STATEMENT_CHARS characters (`size` of each; at least one item a batch). */
+function batches<T>(items: T[], size: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let batch: T[] = [];
+  let chars = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (batch.length > 0 && (batch.length >= STATEMENT_ROWS || chars + n > STATEMENT_CHARS)) {
+      out.push(batch);
+      batch = [];
+      chars = 0;
+    }
+    batch.push(item);
+    chars += n;
+  }
+  if (batch.length > 0) out.push(batch);
+  return out;
+}
+
 /**
  * Applies one merge inside the caller's transaction, which must hold the
  * environment's row lock: merges of one environment then run one at a time, so
  * what is read here stays true until commit and overlapping merges cannot deadlock.
+ * Large merges read, seal and write in batches (STATEMENT_CHARS), giving way to other
+ * work between them, in the same transaction.
  */
 async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date) {
   const existing = new Map<string, Row>();
-  if (upserts.length) {
+  // The stored rows of the upserted keys, a few at a time (a stored value may be as long as the 32 KiB cap, a ciphertext longer).
+  for (const [n, keys] of batches(
+    upserts.map((u) => u.key),
+    () => 32 * 1024,
+  ).entries()) {
+    if (n > 0) await yieldToOthers();
     const rows = await tx
       .select()
       .from(envVars)
-      .where(
-        and(
-          inScope(s),
-          inArray(
-            envVars.key,
-            upserts.map((u) => u.key),
-          ),
-        ),
-      );
+      .where(and(inScope(s), inArray(envVars.key, keys)));
     for (const row of rows) existing.set(row.key, row);
   }
 
   const rows: Array<typeof envVars.$inferInsert> = [];
+  /** The response's view of each upserted key: what is written, or the stored secret a masked value keeps. */
+  const views = new Map<string, ReturnType<typeof envView>>();
+  let sealed = 0;
   for (const [i, u] of upserts.entries()) {
     const prev = existing.get(u.key);
     // Omitted isSecret keeps the variable's kind; a new variable is plain.
     const isSecret = u.isSecret ?? prev?.isSecret ?? false;
     if (u.value === MASK) {
-      if (prev?.isSecret && isSecret) continue; // the GET output sent back: keep the stored secret
+      if (prev?.isSecret && isSecret) {
+        views.set(u.key, envView(prev));
+        continue; // the GET output sent back: keep the stored secret
+      }
       throw badRequest(
         `upserts.${i}.value`,
         prev?.isSecret
           ? "The masked placeholder cannot turn a secret into a plain variable; send the new value in the clear"
           : "The masked placeholder stands for a stored secret and cannot be stored as a value",
       );
+    }
+    if (isSecret) {
+      // Sealing is the CPU-heavy part (encoding, comparing with the stored value): give way every few values.
+      sealed += u.value.length;
+      if (sealed >= STATEMENT_CHARS) {
+        sealed = 0;
+        await yieldToOthers();
+      }
     }
     rows.push({
       ...s,
@@ -156,11 +202,13 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
       valueCiphertext: isSecret ? await sealSecret(keyring, s, u.key, u.value, prev) : null,
       updatedAt: now,
     });
+    views.set(u.key, envView({ key: u.key, value: isSecret ? null : u.value, isSecret, updatedAt: now }));
   }
-  if (rows.length) {
+  for (const [n, batch] of batches(rows, (r) => (r.value ?? r.valueCiphertext ?? "").length + r.key.length).entries()) {
+    if (n > 0) await yieldToOthers();
     await tx
       .insert(envVars)
-      .values(rows)
+      .values(batch)
       .onConflictDoUpdate({
         target: [envVars.projectId, envVars.environmentId, envVars.key],
         set: {
@@ -177,9 +225,10 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
         .where(and(inScope(s), inArray(envVars.key, deletes)))
         .returning({ key: envVars.key })
     : [];
-  const upserted = upserts.length
+  // The upserted keys in the database's order (its collation orders keys, as every read of the list does); their values are known.
+  const order = upserts.length
     ? await tx
-        .select()
+        .select({ key: envVars.key })
         .from(envVars)
         .where(
           and(
@@ -192,5 +241,5 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
         )
         .orderBy(asc(envVars.key))
     : [];
-  return { upserted: upserted.map(envView), deleted: deleted.map((d) => d.key).sort() };
+  return { upserted: order.map((r) => views.get(r.key)!), deleted: deleted.map((d) => d.key).sort() };
 }

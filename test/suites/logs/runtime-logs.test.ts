@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EnvironmentSchema } from "../../../functions/projects/environments";
 import { STREAM_BATCH } from "../../../functions/logs/query";
-import { type LogLine, LogPageSchema } from "../../../functions/logs/schema";
-import { appendLogLines, type NewLogLine } from "../../../functions/logs/store";
+import { type LogLine, RuntimeLogPageSchema as LogPageSchema } from "../../../functions/logs/schema";
+import { appendLogLines, logSearchSettings, type NewLogLine } from "../../../functions/logs/store";
 import { sseSettings } from "../../../shared/http/sse";
 import { deploymentHelpers } from "../../support/deployments";
 import { expectBody, expectProblem, expectStatus, type Member, seedTenant } from "../../support/harness";
@@ -90,6 +90,48 @@ describe("runtime logs: page", () => {
       "staging ERROR",
     ]);
     expect(await messages(t, p.id, `?until=${iso(0)}`)).toEqual([]);
+  });
+
+  it("a search (q) reads bounded windows: at its budget it answers partial with the cursor to go on from; the pages and a stream from `since` find every match once", async () => {
+    const t = await seedTenant(h);
+    const { p, target } = await projectOf(t);
+    const since = new Date(Date.parse("2030-01-01T00:00:00Z"));
+    const lines = Array.from({ length: 300 }, (_, i) => (i % 37 === 5 ? `line ${i} has the NEEDLE` : `line ${i}`));
+    await seed(target, lines, { at: () => since });
+    await seed(target, ["build NEEDLE"], { kind: "build", at: () => since });
+    const matches = lines.filter((l) => l.includes("NEEDLE"));
+    const saved = { ...logSearchSettings };
+    // Windows of 40 line numbers; a page stops after 100.
+    Object.assign(logSearchSettings, { firstWindow: 40, minWindow: 40, maxWindow: 40, budgetRows: 100 });
+    try {
+      const found: string[] = [];
+      let cursor: string | null = null;
+      let partials = 0;
+      for (let pages = 0; pages < 50; pages++) {
+        const page: { items: LogLine[]; nextCursor: string | null; partial: boolean } = await expectBody(
+          await logs(t, p.id, `?q=needle&limit=3${cursor ? `&cursor=${cursor}` : ""}`),
+          200,
+          LogPageSchema,
+        );
+        if (page.partial) {
+          partials++;
+          expect(page.nextCursor).toMatch(/^[0-9]+$/);
+          for (const l of page.items) expect(Number(l.id)).toBeGreaterThanOrEqual(Number(page.nextCursor));
+        }
+        found.unshift(...page.items.map((l) => l.message));
+        cursor = page.nextCursor;
+        if (cursor === null) break;
+      }
+      expect(found).toEqual(matches);
+      expect(partials).toBeGreaterThan(0);
+      // Without q a page is never partial.
+      expect((await expectBody(await logs(t, p.id, "?limit=5"), 200, LogPageSchema)).partial).toBe(false);
+      const followed = await stream(t, `/api/projects/${p.id}/logs/stream?q=needle&since=${encodeURIComponent(since.toISOString())}`);
+      await followed.until((r) => r.lines.length === matches.length, 10_000, `${matches.length} lines`);
+      expect(followed.lines.map((l) => l.message)).toEqual(matches);
+    } finally {
+      Object.assign(logSearchSettings, saved);
+    }
   });
 
   it("400 names the field for bad values, unknown environments and other projects' deployments", async () => {
