@@ -2,8 +2,7 @@
  * A max-size env merge (`PATCH /api/projects/:id/env`: 200 upserts of 32,768-character
  * values, ~6.6 MB of JSON) does not hold the event loop: its per-variable work (sealing
  * secrets, comparing with the stored ones) and its statements run in batches that give
- * way in between, on the embedded database (in this thread) and on Postgres (see `suite` for the
- * bounds). The longest
+ * way in between, on the embedded database and on Postgres (see `suite` for the bounds). The longest
  * event-loop block is measured with perf_hooks' monitorEventLoopDelay and printed; the
  * merge stays one transaction (every variable stored, read back as sent).
  */
@@ -57,11 +56,11 @@ async function measuredPatch(h: Harness, t: { token: string; orgId: string }, pr
 }
 
 /**
- * `bound`: the longest block allowed. On Postgres the merge's statements run in the server; 200 ms is
- * generous for a busy machine. The embedded database runs in this thread: its statements are short
- * (batches) but its COMMIT of ~9 MB of new ciphertext is one step, and the shared body checks
- * (json-body.ts: the nesting scan, JSON.parse, the unsafe-text scan, then the validator's own parse)
- * run before the handler on either database; the bound there is what the batches guarantee.
+ * `bound`: the longest block allowed, generous for a busy machine (two cores shared with other
+ * work). What remains of a block once the merge works in batches is mostly the shared body checks
+ * that run before any route (json-body.ts: the nesting scan, JSON.parse, the unsafe-text scan, then
+ * the validator's own parse of the 6.6 MB text), and on the embedded database the messages to its
+ * worker thread and the collection of the large strings; measured: 50-200 ms, up to 320 ms under load.
  */
 function suite(name: string, factory: typeof pgliteHarness, bound: number) {
   describe(`a max-size env merge on ${name}`, () => {
@@ -100,5 +99,5 @@ function suite(name: string, factory: typeof pgliteHarness, bound: number) {
   });
 }
 
-suite("the embedded database", pgliteHarness, 2_000);
-suite("Postgres", postgresHarness, 200);
+suite("the embedded database", pgliteHarness, 500);
+suite("Postgres", postgresHarness, 300);
