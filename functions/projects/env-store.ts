@@ -78,7 +78,11 @@ export async function listEnv(ex: Executor, s: Scope, limit: number, cursor?: st
     .limit(limit + 1);
 }
 
-/** One merge into the named environment of the caller's project, in one transaction. */
+/**
+ * One merge into the named environment of the caller's project, in one transaction.
+ * Secrets are sealed before it (presealSecrets): on the embedded database a
+ * transaction has the one session to itself, so the CPU work is kept out of it.
+ */
 export async function mergeProjectEnv(
   db: Db,
   keyring: Keyring,
@@ -89,13 +93,65 @@ export async function mergeProjectEnv(
   deletes: string[],
   now: Date,
 ) {
+  const before = await findProject(db, orgId, projectId);
+  const envBefore = await environmentOf(db, before.id, environment);
+  const presealed = await presealSecrets(db, keyring, { orgId, projectId: before.id, environmentId: envBefore.id }, upserts);
   return db.transaction(async (tx) => {
     // KEY SHARE: a concurrent DELETE of the project waits for this merge (or this merge sees 404).
     const project = await findProject(tx, orgId, projectId, "key share");
     // Merges of one environment take turns (row locks alone cannot cover keys that do not exist yet).
     const env = await environmentOf(tx, project.id, environment, "no key update");
-    return mergeEnv(tx, keyring, { orgId, projectId: project.id, environmentId: env.id }, upserts, deletes, now);
+    const scope = { orgId, projectId: project.id, environmentId: env.id };
+    return mergeEnv(tx, keyring, scope, upserts, deletes, now, env.id === envBefore.id ? presealed : new Map());
   });
+}
+
+/** A ciphertext sealed before the merge's transaction, and the stored ciphertext (null: none, or plain) it was decided against. */
+interface Presealed {
+  against: string | null;
+  ciphertext: string;
+}
+
+/** The stored rows of `keys`, a few at a time (a stored value may be as long as the 32 KiB cap, a ciphertext longer). */
+async function storedRows(ex: Executor, s: Scope, keys: string[]): Promise<Map<string, Row>> {
+  const existing = new Map<string, Row>();
+  for (const [n, batch] of batches(keys, () => 32 * 1024).entries()) {
+    if (n > 0) await yieldToOthers();
+    const rows = await ex
+      .select()
+      .from(envVars)
+      .where(and(inScope(s), inArray(envVars.key, batch)));
+    for (const row of rows) existing.set(row.key, row);
+  }
+  return existing;
+}
+
+/**
+ * Seals the secret values of a merge from the rows as they are now, outside its
+ * transaction, giving way every few values. The merge uses a ciphertext only when the
+ * stored row it was decided against is still the one it finds under its lock (else it
+ * seals that value again), so a merge in between loses nothing.
+ */
+async function presealSecrets(ex: Executor, keyring: Keyring, s: Scope, upserts: Upsert[]): Promise<Map<string, Presealed>> {
+  const out = new Map<string, Presealed>();
+  const existing = await storedRows(
+    ex,
+    s,
+    upserts.filter((u) => u.value !== MASK).map((u) => u.key),
+  );
+  let sealed = 0;
+  for (const u of upserts) {
+    if (u.value === MASK) continue;
+    const prev = existing.get(u.key);
+    if (!(u.isSecret ?? prev?.isSecret ?? false)) continue;
+    sealed += u.value.length;
+    if (sealed >= STATEMENT_CHARS) {
+      sealed = 0;
+      await yieldToOthers();
+    }
+    out.set(u.key, { against: prev?.isSecret ? prev.valueCiphertext : null, ciphertext: await sealSecret(keyring, s, u.key, u.value, prev) });
+  }
+  return out;
 }
 
 /**
@@ -151,25 +207,28 @@ function batches<T>(items: T[], size: (item: T) => number): T[][] {
  * Large merges read, seal and write in batches (STATEMENT_CHARS), giving way to other
  * work between them, in the same transaction.
  */
-async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date) {
-  const existing = new Map<string, Row>();
-  // The stored rows of the upserted keys, a few at a time (a stored value may be as long as the 32 KiB cap, a ciphertext longer).
-  for (const [n, keys] of batches(
+async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], deletes: string[], now: Date, presealed: Map<string, Presealed>) {
+  const existing = await storedRows(
+    tx,
+    s,
     upserts.map((u) => u.key),
-    () => 32 * 1024,
-  ).entries()) {
-    if (n > 0) await yieldToOthers();
-    const rows = await tx
-      .select()
-      .from(envVars)
-      .where(and(inScope(s), inArray(envVars.key, keys)));
-    for (const row of rows) existing.set(row.key, row);
-  }
+  );
 
   const rows: Array<typeof envVars.$inferInsert> = [];
   /** The response's view of each upserted key: what is written, or the stored secret a masked value keeps. */
   const views = new Map<string, ReturnType<typeof envView>>();
   let sealed = 0;
+  /** The presealed ciphertext when it was decided against the row found now, else sealed here. */
+  const seal = async (u: Upsert, prev: Row | undefined) => {
+    const pre = presealed.get(u.key);
+    if (pre && pre.against === (prev?.isSecret ? prev.valueCiphertext : null)) return pre.ciphertext;
+    sealed += u.value.length;
+    if (sealed >= STATEMENT_CHARS) {
+      sealed = 0;
+      await yieldToOthers();
+    }
+    return sealSecret(keyring, s, u.key, u.value, prev);
+  };
   for (const [i, u] of upserts.entries()) {
     const prev = existing.get(u.key);
     // Omitted isSecret keeps the variable's kind; a new variable is plain.
@@ -186,20 +245,12 @@ async function mergeEnv(tx: Tx, keyring: Keyring, s: Scope, upserts: Upsert[], d
           : "The masked placeholder stands for a stored secret and cannot be stored as a value",
       );
     }
-    if (isSecret) {
-      // Sealing is the CPU-heavy part (encoding, comparing with the stored value): give way every few values.
-      sealed += u.value.length;
-      if (sealed >= STATEMENT_CHARS) {
-        sealed = 0;
-        await yieldToOthers();
-      }
-    }
     rows.push({
       ...s,
       key: u.key,
       isSecret,
       value: isSecret ? null : u.value,
-      valueCiphertext: isSecret ? await sealSecret(keyring, s, u.key, u.value, prev) : null,
+      valueCiphertext: isSecret ? await seal(u, prev) : null,
       updatedAt: now,
     });
     views.set(u.key, envView({ key: u.key, value: isSecret ? null : u.value, isSecret, updatedAt: now }));

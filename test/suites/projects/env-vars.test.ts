@@ -292,6 +292,19 @@ describe("projects: env vars", () => {
     for (const r of results) await expectStatus(r, 200);
     expect(await readEnv(t, p)).toHaveLength(10);
   });
+
+  it("concurrent merges of one secret (sealed before their transactions) leave one of the sent values, and a value saved again keeps its ciphertext", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    await expectStatus(await patchEnv(t, p, { upserts: [{ key: "S", value: "v0", isSecret: true }] }), 200);
+    const values = Array.from({ length: 12 }, (_, i) => `v${i % 3}`);
+    const results = await Promise.all(values.map((value) => patchEnv(t, p, { upserts: [{ key: "S", value, isSecret: true }] })));
+    for (const r of results) await expectStatus(r, 200);
+    const { row, plain } = await storedSecret(p, t.orgId, "S");
+    expect(values).toContain(plain);
+    await expectStatus(await patchEnv(t, p, { upserts: [{ key: "S", value: plain!, isSecret: true }] }), 200);
+    expect((await storedSecret(p, t.orgId, "S")).row!.valueCiphertext).toBe(row!.valueCiphertext);
+  });
 });
 
 describe("projects: secret canary", () => {
