@@ -166,13 +166,11 @@ export class PgliteWorkerClient {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       try {
+        // Answered once PGlite closed (its files written): the worker has nothing left to do.
         await this.#call({ op: "close" });
-        // The worker ends once its port is closed; a worker that would not is stopped.
-        const late = setTimeout(() => void this.#worker.terminate(), 5_000);
-        await this.#exited;
-        clearTimeout(late);
       } finally {
         await this.#worker.terminate();
+        await this.#exited;
       }
     })();
     return this.#closing;
