@@ -174,7 +174,7 @@ describe("per-client-address cap", () => {
     expect(bound.connections.open.get("127.0.0.2")).toBe(3);
     const fourth = await hold(bound.port, "127.0.0.2", 1, upgrade);
     await until(() => fourth.open() === 0, 2_000, "the fourth connection closed");
-    tunnels.sockets[0].destroy();
+    tunnels.sockets[0]!.destroy();
     await until(() => bound.connections.open.get("127.0.0.2") === 2, 2_000, "a tunnel closed");
     const fifth = await hold(bound.port, "127.0.0.2", 1, upgrade);
     await new Promise((r) => setTimeout(r, 200));
