@@ -99,6 +99,17 @@ function timed<T>(run: () => T): { ms: number; value?: T } {
   return { ms: performance.now() - start, value };
 }
 
+/**
+ * The best of up to three runs, the later ones only when a run is over `bound`: on a machine busy with other
+ * suites one run can be descheduled for a few hundred milliseconds, while a super-linear detector on 1 MiB
+ * takes seconds every time.
+ */
+function timedBest(run: () => unknown, bound: number): number {
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 3 && best >= bound; i++) best = Math.min(best, timed(run).ms);
+  return best;
+}
+
 const slowest: Array<[string, number]> = [];
 afterAll(() => {
   slowest.sort((a, b) => b[1] - a[1]);
@@ -125,7 +136,7 @@ describe("detectors on 1 MiB adversarial manifests", () => {
       for (const [prefix, unit] of variants(SPECIFIC[name])) {
         const text = fill(unit, prefix);
         const files = { ...COMPANIONS[name], [name]: text };
-        const { ms } = timed(() => detect({ paths: new Set(Object.keys(files)), manifests: new Map(Object.entries(files)) }));
+        const ms = timedBest(() => detect({ paths: new Set(Object.keys(files)), manifests: new Map(Object.entries(files)) }), BOUND_MS);
         times.push([`${name}: ${label(prefix, unit)}`, ms]);
       }
       slowest.push(...times);
@@ -138,14 +149,14 @@ describe("detectors on 1 MiB adversarial manifests", () => {
     for (const [prefix, unit] of variants(COMPOSE_SPECIFIC)) {
       // "é" is two bytes: half as many keep the text at the limit.
       const text = fill(unit, prefix, unit === "é" ? COMPOSE_LIMITS.fileBytes / 2 : COMPOSE_LIMITS.fileBytes);
-      const { ms } = timed(() => {
+      const ms = timedBest(() => {
         try {
           parseCompose({ file: "compose.yaml", text }, { file: "compose.override.yaml", text });
         } catch (e) {
           if (!(e instanceof ComposeError)) throw e;
         }
         return detect({ paths: new Set(["compose.yaml"]), manifests: new Map([["compose.yaml", text]]) });
-      });
+      }, COMPOSE_BOUND_MS);
       times.push([`compose.yaml: ${label(prefix, unit)}`, ms]);
     }
     slowest.push(...times);
