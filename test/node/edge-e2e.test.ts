@@ -55,10 +55,14 @@ describe("edge end to end (npm start's server, runner on, Postgres)", () => {
   it("serves the deployed app on its free route; a redeploy and a promote switch with no failed request; server logs record them", async () => {
     const project = await api<{ id: string; slug: string; status: string }>("POST", "/api/projects", { name: "Edge e2e app" }, 201);
     const host = `${project.slug}.${SHARED}`;
-    // The new project's routes reach the edge within a second.
-    const seenBy = Date.now() + 1000;
+    // The new project's routes reach the edge at once (within a second on a quiet machine: the domains suite
+    // measures that; here, among every other suite on 2 cores, it is given 5 s).
+    const seenBy = Date.now() + 5000;
     let before = await viaEdge(host);
-    while (before.edge !== "not_deployed" && Date.now() < seenBy) before = await viaEdge(host);
+    while (before.edge !== "not_deployed" && Date.now() < seenBy) {
+      await new Promise((r) => setTimeout(r, 20));
+      before = await viaEdge(host);
+    }
     expect(before.edge).toBe("not_deployed");
 
     const git = gitServer();
