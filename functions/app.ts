@@ -25,6 +25,7 @@ import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
 import { deploymentsApiRouter } from "./deployments";
 import { logsRouter } from "./logs";
+import { runnerProtocolRouter, serversRouter } from "./servers";
 
 export interface AppDeps {
   /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
@@ -117,6 +118,8 @@ export function createApp(deps: AppDeps) {
     logsRouter,
     notificationsRouter,
     gitHooksRouter,
+    serversRouter,
+    runnerProtocolRouter,
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);
@@ -124,7 +127,8 @@ export function createApp(deps: AppDeps) {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
-    description: "A personal access token (`wsp_…`). Send `X-Organization-Id` to choose the active organization.",
+    description:
+      "A personal access token (`wsp_…`). Send `X-Organization-Id` to choose the active organization. The runner protocol (`x-permission: runner`) takes a build server's runner token (`wsr_…`) instead, which every other operation refuses (403).",
   });
   serveOpenApiDocument(app, "/api/openapi.json", {
     title: "Workspace Service API",

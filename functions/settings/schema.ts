@@ -12,7 +12,10 @@ export const SettingsSchema = z
   .object({
     buildMode: BuildMode,
     defaultDeployTarget: z.enum(DEPLOY_TARGETS).nullable(),
-    defaultServerId: z.string().nullable().openapi({ description: "Stored null unless the target is `server`" }),
+    defaultServerId: z.string().nullable().openapi({
+      description:
+        "A build server of the organization when set (checked when written); stored null unless the target is `server`. If that server is deleted later, it names nothing: a deploy relying on it stays `queued` with a reason until another server is chosen",
+    }),
     cloneToken: z
       .object({ hasToken: z.boolean(), setAt: z.string().nullable(), asDefault: z.boolean() })
       .openapi({ description: "Read-only state; the token itself is encrypted at rest and never returned" }),

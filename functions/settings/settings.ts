@@ -8,6 +8,7 @@ import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { createRouter, ownerOf } from "../../shared/http/router";
 import { BuildMode, CloneStrategy, DEPLOY_TARGETS, SettingsSchema } from "./schema";
+import { serverExists } from "../servers/store";
 import { cloneTokenPatch, readSettings, writeSettings, type SettingsPatch } from "./store";
 
 /** A literal list (not `.nullable()`) so an error's `allowed` names null too. */
@@ -63,7 +64,7 @@ const setDeployDefaults = defineRoute({
   path: "/settings/deploy-defaults",
   summary: "Set or clear the default deploy target and server",
   description:
-    "`server` requires `defaultServerId`; for `local`, `cloud` or null a sent server id is ignored and stored null. An explicit per-deploy choice always wins over these defaults.",
+    "`server` requires `defaultServerId`, the id of a build server of the active organization (GET /api/servers; anything else is 400 naming `defaultServerId`); for `local`, `cloud` or null a sent server id is ignored and stored null (null clears it). An explicit per-deploy choice always wins over these defaults. A server deleted later leaves the setting pointing nowhere (it is not cleared): a deploy that would go to that default server stays `queued` with a reason saying the default server no longer exists, until another server is chosen per deploy or here.",
   request: { body: jsonRequest(DeployDefaultsBody) },
 });
 
@@ -105,6 +106,9 @@ export const workspaceSettingsRouter = createRouter()
     const { defaultDeployTarget, defaultServerId } = c.req.valid("json");
     if (defaultDeployTarget === "server" && !defaultServerId) {
       throw badRequest("defaultServerId", "defaultServerId is required when defaultDeployTarget is 'server'");
+    }
+    if (defaultDeployTarget === "server" && defaultServerId && !(await serverExists(c.get("db"), ownerOf(c).orgId, defaultServerId))) {
+      throw badRequest("defaultServerId", "defaultServerId must name a build server of this organization (GET /api/servers)");
     }
     return save(c, { defaultDeployTarget, defaultServerId: defaultDeployTarget === "server" ? defaultServerId : null });
   })

@@ -4,18 +4,20 @@
  * A deployment-session token is pinned to its project's organization: a header
  * naming another organization is refused like a non-member's. A session
  * cookie (authenticateSession) resolves the same way, without scopes.
+ * A runner token (`wsr_…`) resolves to its build server instead of a user
+ * (RunnerCaller); the guard admits it on the runner protocol only.
  */
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { apiTokens, memberships, type TokenKind, users } from "../db/schema";
+import { apiTokens, memberships, servers, type TokenKind, users } from "../db/schema";
 import type { AuthCache, AuthRow } from "./auth-cache";
 import { preparedStatement } from "../db/prepared";
 import type { Db } from "../db/types";
-import type { Caller } from "../http/context";
+import type { Caller, RunnerCaller } from "../http/context";
 import { effectiveTags } from "./permissions";
 import { findSessionForAuth, sessionIsLive, touchSession } from "./session-store";
-import { hashToken } from "./tokens";
+import { hashToken, RUNNER_TOKEN_PREFIX } from "./tokens";
 
-export type AuthResult = { ok: true; caller: Caller } | { ok: false; reason: "invalid" | "not_member" };
+export type AuthResult = { ok: true; caller: Caller } | { ok: true; runner: RunnerCaller } | { ok: false; reason: "invalid" | "not_member" };
 
 const columns = {
   tokenId: apiTokens.id,
@@ -57,7 +59,26 @@ async function lookupRow(db: Db, hash: string, orgHeader: string | undefined, no
   return row;
 }
 
+// Not cached: deleting a server must revoke its token on the very next request, in every process.
+const serverByHash = preparedStatement((db) =>
+  db
+    .select({ serverId: servers.id, orgId: servers.orgId })
+    .from(servers)
+    .where(eq(servers.tokenHash, sql.placeholder("hash")))
+    .limit(1)
+    .prepare("auth_runner"),
+);
+
+/** A runner token's server; it is pinned to the server's organization like a session token to its project's. */
+async function authenticateRunner(db: Db, token: string, orgHeader: string | undefined): Promise<AuthResult> {
+  const [row] = await serverByHash(db).execute({ hash: await hashToken(token) });
+  if (!row) return { ok: false, reason: "invalid" };
+  if (orgHeader && orgHeader !== row.orgId) return { ok: false, reason: "not_member" };
+  return { ok: true, runner: row };
+}
+
 export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthResult> {
+  if (token.startsWith(RUNNER_TOKEN_PREFIX)) return authenticateRunner(db, token, orgHeader);
   const row = await lookupRow(db, await hashToken(token), orgHeader, now, cache);
   if (!row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) return { ok: false, reason: "invalid" };
   const session = row.kind !== "personal";

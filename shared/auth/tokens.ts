@@ -9,6 +9,8 @@ export const TOKEN_PREFIX = "wsp_";
 export const SESSION_TOKEN_PREFIX = "wsd_";
 /** Log-stream tokens (60 s to connect, one project's server-log stream, sent in a URL because EventSource cannot set headers). */
 export const LOG_STREAM_TOKEN_PREFIX = "wsl_";
+/** Runner tokens of build servers (one per server, bound to its organization): accepted by the runner protocol only. */
+export const RUNNER_TOKEN_PREFIX = "wsr_";
 
 export function generateToken(prefix: string = TOKEN_PREFIX): string {
   return prefix + toBase64Url(randomBytes(32));

@@ -108,6 +108,12 @@ export interface Caller {
   session?: { kind: "deployment_session" | "log_stream"; projectId: string };
 }
 
+/** A build server calling the runner protocol with its runner token (`wsr_…`): never a user, bound to one organization. */
+export interface RunnerCaller {
+  serverId: string;
+  orgId: string;
+}
+
 /**
  * Read variables with `c.get("db")`, not `c.var.db`: Hono builds a fresh object of
  * every variable on each `c.var` access, a measurable cost on the hot path.
@@ -122,6 +128,8 @@ export interface AppEnv {
     clock: () => Date;
     logger: Logger;
     caller: Caller | undefined;
+    /** Set instead of `caller` on the runner protocol's routes (permission `runner`). */
+    runner: RunnerCaller | undefined;
     outbound: Outbound;
     mailer: Mailer | undefined;
     wakeDeliveries: () => void;

@@ -5,6 +5,10 @@
  * The caller comes from a bearer token or, without one, from the console's
  * session cookie (shared/auth/session.ts), which must pass the same-origin check
  * on state-changing methods.
+ *
+ * `runner`: the runner protocol (build servers). Only a runner token (`wsr_…`)
+ * passes there, and a runner token passes nowhere else: every other route,
+ * public ones included, answers it 403, so no route can forget to refuse it.
  */
 import { and, eq } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
@@ -17,7 +21,7 @@ import type { AppEnv } from "./context";
 import { ApiError } from "./errors";
 import { isUnsafeText } from "./safe-text";
 
-export type Access = Tag | "authenticated" | "public";
+export type Access = Tag | "authenticated" | "public" | "runner";
 
 const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
 
@@ -125,6 +129,14 @@ export function guard(access: Access, forward?: { bodyLimit: number }): Middlewa
       if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
       throw new ApiError("unauthorized", "Invalid, expired or revoked token");
     }
+    if ("runner" in result) {
+      if (access !== "runner") {
+        throw new ApiError("forbidden", "A runner token (wsr_…) only works on the runner protocol (/api/runner/…); use a personal access token here");
+      }
+      c.set("runner", result.runner);
+      return next();
+    }
+    if (access === "runner") throw new ApiError("forbidden", "The runner protocol takes a build server's runner token (wsr_…) only");
     const session = result.caller.session;
     if (session?.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(route), session.projectId, result.caller.orgId))) {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");

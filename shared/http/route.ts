@@ -57,7 +57,7 @@ export function defineRoute<const C extends Config>(config: C) {
   const forward = route.path.startsWith("/projects/{id}") && !selfHostedOnly ? { bodyLimit } : undefined;
   const middleware = [guard(permission, forward), safeQuery, ...(hasBody ? [jsonBody(bodyLimit)] : [])];
   // Every authenticated route acts on the active organization, except those naming it in the path.
-  const orgHeader = permission !== "public" && !route.path.includes("{orgId}");
+  const orgHeader = permission !== "public" && permission !== "runner" && !route.path.includes("{orgId}");
   return createRoute({
     operationId: operationIdOf(route.method, route.path),
     ...route,

@@ -84,6 +84,8 @@ afterAll(async () => {
 
 describe("settings page", () => {
   it("changes every field through the page and the API holds them; the server id only for the server target", async () => {
+    // The default server must be one of the organization's build servers.
+    const buildServer = await api<{ id: string }>(owner.token, "POST", "/servers", { name: "build-1" }, 201);
     const { page, errors } = await freshPage();
     const patches: Request[] = [];
     page.on("request", (r) => {
@@ -115,13 +117,13 @@ describe("settings page", () => {
     expect(await serverId.evaluate((el) => el === document.activeElement)).toBe(true);
     expect(patches).toEqual([]);
 
-    await serverId.fill("srv-build-1");
+    await serverId.fill(buildServer.id);
     await page.getByRole("button", { name: "Save build and deploy defaults" }).click();
     await page.getByText("Saved: build mode, deploy defaults.").waitFor();
     expect(await serverId.getAttribute("aria-invalid")).toBeNull();
     expect(patches.map((r) => [new URL(r.url()).pathname, r.postDataJSON()])).toEqual([
       ["/api/settings/build-mode", { buildMode: "server" }],
-      ["/api/settings/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: "srv-build-1" }],
+      ["/api/settings/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: buildServer.id }],
     ]);
 
     await strategy.selectOption("remote-with-token");
@@ -132,7 +134,7 @@ describe("settings page", () => {
     expect(await api(owner.token, "GET", "/settings")).toEqual({
       buildMode: "server",
       defaultDeployTarget: "server",
-      defaultServerId: "srv-build-1",
+      defaultServerId: buildServer.id,
       cloneToken: { hasToken: false, setAt: null, asDefault: false },
       cloneStrategyPreference: "remote-with-token",
       forwardGitToServer: true,

@@ -71,7 +71,7 @@ describe("permissions", () => {
   it("every operation under /api declares its x-permission", async () => {
     const ops = await operations();
     expect(ops.length).toBeGreaterThan(0);
-    const bad = ops.filter((op) => !op.path.startsWith("/api/") || !(isTag(op.permission) || op.permission === "authenticated" || op.permission === "public"));
+    const bad = ops.filter((op) => !op.path.startsWith("/api/") || !(isTag(op.permission) || ["authenticated", "public", "runner"].includes(op.permission)));
     expect(bad.map(label)).toEqual([]);
 
     const index = new Map(ops.map((op) => [`${op.method} ${op.path}`, op.permission]));
@@ -83,6 +83,12 @@ describe("permissions", () => {
       "patch /api/settings/clone-credentials": "settings:write",
       "patch /api/settings/clone-strategy-preference": "settings:write",
       "patch /api/settings/forward-git": "settings:write",
+      "get /api/servers": "settings:read",
+      "post /api/servers": "org:admin",
+      "get /api/servers/{id}": "settings:read",
+      "patch /api/servers/{id}": "org:admin",
+      "delete /api/servers/{id}": "org:admin",
+      "post /api/runner/heartbeat": "runner",
       "get /api/me": "authenticated",
       "post /api/orgs": "authenticated",
       "get /api/orgs/{orgId}/members": "authenticated",
@@ -141,9 +147,9 @@ describe("permissions", () => {
     await each(ops, async (op) => expect403(await call(op, t.orgId, { token: tokens.get(op.permission)! })));
   });
 
-  it("an owner's unscoped token passes every guard (no 401, 403 or 500)", async () => {
+  it("an owner's unscoped token passes every guard but the runner protocol's (no 401, 403 or 500)", async () => {
     const t = await seedTenant(h);
-    const ops = (await operations()).filter((op) => op.permission !== "public");
+    const ops = (await operations()).filter((op) => op.permission !== "public" && op.permission !== "runner");
     await each(ops, async (op) => {
       const res = await call(op, t.orgId, { token: t.token });
       const text = await res.text();
@@ -197,6 +203,22 @@ describe("permissions", () => {
     const ops = (await operations()).filter((op) => adminOnly.includes(op.permission));
     expect(ops.some((op) => op.permission === "org:admin")).toBe(true);
     await each(ops, async (op) => expect403(await call(op, t.orgId, { token: member.token })));
+  });
+
+  it("a build server's runner token gets 403 on every operation but the runner protocol's, and a user's token 403 there", async () => {
+    const t = await seedTenant(h);
+    const { token: runnerToken } = await expectStatus(await h.request("/api/servers", { token: t.token, json: { name: "matrix" } }), 201);
+    const ops = await operations();
+    const runnerOps = ops.filter((op) => op.permission === "runner");
+    expect(runnerOps.length).toBeGreaterThan(0);
+    await each(
+      ops.filter((op) => op.permission !== "runner"),
+      async (op) => {
+        const problem = await expectProblem(await call(op, t.orgId, { token: runnerToken }), 403);
+        return /only works on the runner protocol/.test(problem.detail) ? null : `detail: ${problem.detail}`;
+      },
+    );
+    await each(runnerOps, async (op) => expect403(await call(op, t.orgId, { token: t.token })));
   });
 
   it("a non-member gets 403 on every route of another organization's path", async () => {

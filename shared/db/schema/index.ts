@@ -17,3 +17,4 @@ export * from "./edge";
 export * from "./cloud";
 export * from "./sessions";
 export * from "./runner";
+export * from "./servers";

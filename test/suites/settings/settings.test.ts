@@ -67,16 +67,18 @@ describe("settings", () => {
       expect(await get(t.token)).toEqual(DEFAULTS);
     });
 
-    it("stores the server id for target server", async () => {
+    it("stores the server id for target server (a server of the organization: test/suites/servers)", async () => {
       const t = await seedTenant(h);
-      const s = await expectStatus(await patch(t.token, "/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: "srv_1" }), 200);
-      expect(s).toMatchObject({ defaultDeployTarget: "server", defaultServerId: "srv_1" });
+      const server = await expectStatus(await h.request("/api/servers", { token: t.token, json: { name: "build-1" } }), 201);
+      const s = await expectStatus(await patch(t.token, "/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: server.id }), 200);
+      expect(s).toMatchObject({ defaultDeployTarget: "server", defaultServerId: server.id });
     });
 
     it("stores null as the server id for local, cloud and null targets", async () => {
       const t = await seedTenant(h);
+      const server = await expectStatus(await h.request("/api/servers", { token: t.token, json: { name: "build-1" } }), 201);
       for (const target of ["local", "cloud", null]) {
-        await expectStatus(await patch(t.token, "/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: "srv_1" }), 200);
+        await expectStatus(await patch(t.token, "/deploy-defaults", { defaultDeployTarget: "server", defaultServerId: server.id }), 200);
         const s = await expectStatus(await patch(t.token, "/deploy-defaults", { defaultDeployTarget: target, defaultServerId: "srv_2" }), 200);
         expect(s).toMatchObject({ defaultDeployTarget: target, defaultServerId: null });
         expect(await get(t.token)).toMatchObject({ defaultDeployTarget: target, defaultServerId: null });

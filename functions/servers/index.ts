@@ -1,0 +1,3 @@
+/** Build servers (issue 22): their management routes and the runner protocol their runners call. */
+export { serversRouter } from "./routes";
+export { runnerProtocolRouter } from "./runner-protocol";

@@ -1,0 +1,43 @@
+/**
+ * Rate limits of the build-server routes, kept in Postgres (functions/notifications/rate-limit.ts)
+ * so they hold across processes and Worker invocations: registrations per organization (each
+ * mints a token and a row), heartbeats per server (a runner sends one every few seconds; more
+ * is a loop gone wrong). Over the limit: 429 problem+json with `Retry-After`.
+ */
+import type { Db } from "../../shared/db/types";
+import { tooManyRequests } from "../../shared/http/errors";
+import { tooManyRequestsResponse } from "../../shared/http/problem-schema";
+import { describeLimit } from "../notifications/limits";
+import { type RateLimit, retryAfterSeconds, takeRateLimits } from "../notifications/rate-limit";
+
+const MINUTE = 60_000;
+
+export const SERVER_LIMITS = {
+  registrationsPerOrg: { max: 30, windowMs: 60 * MINUTE },
+  heartbeatsPerServer: { max: 60, windowMs: MINUTE },
+} as const satisfies Record<string, RateLimit>;
+
+const REGISTRATIONS_TEXT = `${describeLimit(SERVER_LIMITS.registrationsPerOrg)} per organization`;
+const HEARTBEATS_TEXT = `${describeLimit(SERVER_LIMITS.heartbeatsPerServer)} per server`;
+
+export const TOO_MANY_REGISTRATIONS = tooManyRequestsResponse(
+  `Registrations are limited to ${REGISTRATIONS_TEXT}; \`Retry-After\` says when to try again`,
+  "Seconds until a registration is allowed again",
+);
+export const TOO_MANY_HEARTBEATS = tooManyRequestsResponse(
+  `Heartbeats are limited to ${HEARTBEATS_TEXT}; \`Retry-After\` says when to send the next`,
+  "Seconds until a heartbeat is accepted again",
+);
+
+async function take(db: Db, key: string, limit: RateLimit, now: Date, what: string): Promise<void> {
+  const got = (await takeRateLimits(db, [{ key, ...limit }], now)).get(key)!;
+  if (got.granted >= 1) return;
+  const wait = retryAfterSeconds(got.windowEnd, now);
+  throw tooManyRequests(`Too many ${what}. Try again in ${wait} s.`, wait);
+}
+
+export const takeRegistration = (db: Db, orgId: string, now: Date) =>
+  take(db, `servers:register:org:${orgId}`, SERVER_LIMITS.registrationsPerOrg, now, `server registrations: the limit is ${REGISTRATIONS_TEXT}`);
+
+export const takeHeartbeat = (db: Db, serverId: string, now: Date) =>
+  take(db, `runner:heartbeat:${serverId}`, SERVER_LIMITS.heartbeatsPerServer, now, `heartbeats: the limit is ${HEARTBEATS_TEXT}`);

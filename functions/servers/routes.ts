@@ -1,0 +1,166 @@
+/**
+ * Build servers: runner processes attached to the organization over HTTPS
+ * (issue 22). Registering one mints its runner token (`wsr_…`), shown once;
+ * the runner then reports itself through the runner protocol
+ * (./runner-protocol.ts). Members list and read them; admins register,
+ * change and delete them.
+ */
+import { z } from "@hono/zod-openapi";
+import type { AppContext } from "../../shared/http/context";
+import { notFound } from "../../shared/http/errors";
+import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
+import { pathId } from "../../shared/http/params";
+import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
+import { callerOf, createRouter } from "../../shared/http/router";
+import { TOO_MANY_REGISTRATIONS, takeRegistration } from "./limits";
+import {
+  CreatedServerSchema,
+  CreateServerBody,
+  DeletedServerSchema,
+  MAX_SERVERS_PER_ORG,
+  PatchServerBody,
+  ServerSchema,
+  type ServerView,
+  statusOf,
+} from "./schema";
+import { createServer, deleteServer, findServer, listServers, runningOn, type ServerRow, updateServer } from "./store";
+import type { Running } from "./schema";
+
+const TAGS = ["Build servers"];
+const ServerParam = z.object({ id: pathId("id", "The server id (`srv_…`)") });
+
+const DELETE_DOC = [
+  "Requires `org:admin`. Revokes the server's runner token at once (its next request is 401).",
+  "A build it holds goes back to `queued` with no lease, recorded in its transitions, for another server to take.",
+  "Each `ready` deployment whose app it served becomes `failed` (and no longer current) with a `failureReason` naming the deleted server: its app stopped with it; deploy again to run it elsewhere.",
+  "A Settings `defaultServerId` naming it is left as it was and points nowhere: a deploy that would go to that default stays `queued` with a reason saying its default server no longer exists, until another server is chosen (per deploy or in Settings).",
+  "The answer lists the deployments requeued and stopped.",
+].join(" ");
+
+function view(row: ServerRow, running: Running[], now: Date): ServerView {
+  return {
+    id: row.id,
+    name: row.name,
+    labels: row.labels,
+    publicUrl: row.publicUrl,
+    status: statusOf(row, now),
+    draining: row.draining,
+    tokenPrefix: row.tokenPrefix,
+    version: row.version,
+    capacity: row.capacity,
+    sandbox: row.sandbox,
+    limits: row.limits,
+    lastSeenAt: row.lastSeenAt?.toISOString() ?? null,
+    running,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+async function viewOne(c: AppContext, row: ServerRow): Promise<ServerView> {
+  const running = await runningOn(c.get("db"), row.orgId, [row.id]);
+  return view(row, running.get(row.id) ?? [], c.get("clock")());
+}
+
+const create = defineRoute({
+  method: "post",
+  path: "/servers",
+  tags: TAGS,
+  summary: "Register a build server (its runner token is shown once)",
+  description: `Requires \`org:admin\`. Answers the server with its runner token (\`wsr_…\`) in \`token\`: shown only here, stored as a SHA-256 hash, bound to this organization and this server. The token works on the runner protocol only (every other route answers it 403). At most ${MAX_SERVERS_PER_ORG} servers per organization (409 beyond). A new server is \`offline\` until its runner's first heartbeat.`,
+  permission: "org:admin",
+  bodyLimit: 16 * 1024,
+  request: { body: jsonRequest(CreateServerBody) },
+  responses: {
+    201: jsonResponse(CreatedServerSchema, "The server; `token` is never shown again"),
+    409: { description: "The organization has the most servers it may" },
+    429: TOO_MANY_REGISTRATIONS,
+  },
+});
+
+const list = defineRoute({
+  method: "get",
+  path: "/servers",
+  tags: TAGS,
+  summary: "List the organization's build servers",
+  description:
+    "Requires `settings:read` (every role holds it). Oldest first, with each server's status, what its runner reported and what it runs (`running`: for now the deployments whose runner id is the server's id). Never the token.",
+  permission: "settings:read",
+  request: { query: PageQuery },
+  responses: { 200: jsonResponse(pageOf(ServerSchema, "ServerPage"), "Servers, oldest first") },
+});
+
+const get = defineRoute({
+  method: "get",
+  path: "/servers/{id}",
+  tags: TAGS,
+  summary: "Read a build server",
+  description: "Requires `settings:read`. Another organization's server answers 404 like an unknown id.",
+  permission: "settings:read",
+  request: { params: ServerParam },
+  responses: { 200: jsonResponse(ServerSchema, "The server") },
+});
+
+const patch = defineRoute({
+  method: "patch",
+  path: "/servers/{id}",
+  tags: TAGS,
+  summary: "Rename a build server, set its labels or public URL, drain it",
+  description:
+    "Requires `org:admin`. Only the fields sent change. `draining: true` makes it take no new work (what it builds and serves goes on; its status is `draining` while it reports); `false` takes work again.",
+  permission: "org:admin",
+  bodyLimit: 16 * 1024,
+  request: { params: ServerParam, body: jsonRequest(PatchServerBody) },
+  responses: { 200: jsonResponse(ServerSchema, "The server as changed") },
+});
+
+const remove = defineRoute({
+  method: "delete",
+  path: "/servers/{id}",
+  tags: TAGS,
+  summary: "Delete a build server and revoke its runner token",
+  description: DELETE_DOC,
+  permission: "org:admin",
+  request: { params: ServerParam },
+  responses: { 200: jsonResponse(DeletedServerSchema, "Deleted; what it held was handed back or stopped") },
+});
+
+export const serversRouter = createRouter()
+  .openapi(create, async (c) => {
+    const body = c.req.valid("json");
+    const caller = callerOf(c);
+    const now = c.get("clock")();
+    await takeRegistration(c.get("db"), caller.orgId, now);
+    const { row, token } = await createServer(c.get("db"), { orgId: caller.orgId, userId: caller.userId, ...body }, now);
+    return c.json({ ...view(row, [], now), token }, 201);
+  })
+  .openapi(list, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const { orgId } = callerOf(c);
+    const page = toPage(await listServers(c.get("db"), orgId, limit, cursor), limit, (s) => s.id);
+    const running = await runningOn(
+      c.get("db"),
+      orgId,
+      page.items.map((s) => s.id),
+    );
+    const now = c.get("clock")();
+    return c.json({ items: page.items.map((s) => view(s, running.get(s.id) ?? [], now)), nextCursor: page.nextCursor }, 200);
+  })
+  .openapi(get, async (c) => {
+    const row = await findServer(c.get("db"), callerOf(c).orgId, c.req.valid("param").id);
+    if (!row) throw notFound("Server");
+    return c.json(await viewOne(c, row), 200);
+  })
+  .openapi(patch, async (c) => {
+    const row = await updateServer(c.get("db"), callerOf(c).orgId, c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
+    if (!row) throw notFound("Server");
+    return c.json(await viewOne(c, row), 200);
+  })
+  .openapi(remove, async (c) => {
+    const { id } = c.req.valid("param");
+    const result = await deleteServer(c.get("db"), callerOf(c).orgId, id, c.get("clock")());
+    if (!result) throw notFound("Server");
+    if (result.requeued.length > 0) c.get("wakeRunner")();
+    return c.json({ id, ...result }, 200);
+  });
