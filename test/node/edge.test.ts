@@ -302,6 +302,22 @@ describe("edge on PGlite", () => {
     expect((await get(edge.port, host)).headers["x-workspace-edge"]).toBe("disabled");
   });
 
+  it("serves a deployment that became current before its notification reached the table (nothing-deployed answers re-read the project)", async () => {
+    const s = await seedProject(database.db);
+    await start();
+    // This table hears no notification from here on: only the re-read can show the deployment.
+    current = undefined;
+    const host = `${s.slug}.${SHARED}`;
+    expect((await get(edge.port, host)).headers["x-workspace-edge"]).toBe("not_deployed");
+    const app = await startApp("fresh");
+    await deploy(database.db, s, s.productionId, app.port);
+    // Past the re-read interval of the first answer.
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await get(edge.port, host, "/first");
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body)).toMatchObject({ app: "fresh", url: "/first" });
+  });
+
   it("holds a request while the current deployment is starting (no port yet) and sends it once it listens; too long is 503 with Retry-After", async () => {
     await start();
     const s = await seedProject(database.db);

@@ -73,6 +73,8 @@ export interface EdgeDeps {
 
 /** How often a held request looks at the route table again. */
 const HOLD_POLL_MS = 25;
+/** How often a request finding nothing deployed may re-read its project (route-table.ts, refresh). */
+const NOT_DEPLOYED_RECHECK_MS = 250;
 
 /** What a target longer than MAX_TARGET is logged and checked as (it is refused with 414 before any rule). */
 const TOO_LONG: RequestPath = { path: "/", forward: "/", match: ["/"] };
@@ -138,6 +140,13 @@ export function createEdge(deps: EdgeDeps): Edge {
     return null;
   }
 
+  /** A project with nothing deployed, read again: its deployment may have become current before the notification reached this table. */
+  async function reread(host: string | undefined, target: EdgeTarget): Promise<EdgeTarget | undefined> {
+    await deps.table.refresh(target.projectId, NOT_DEPLOYED_RECHECK_MS);
+    const now = deps.table.lookup(host);
+    return now?.projectId === target.projectId ? now : undefined;
+  }
+
   type Stop = { reason: EdgeReason; ruleId: string | null; headers: Record<string, string> };
 
   /** What stops the request before the app (a refusal, or a reason the edge answers itself), else the app's port. */
@@ -146,16 +155,17 @@ export function createEdge(deps: EdgeDeps): Edge {
     target: EdgeTarget,
     path: RequestPath | null,
     client: ReturnType<typeof clientAddress>,
-  ): Promise<Stop | { port: number }> {
+  ): Promise<Stop | { port: number; target: EdgeTarget }> {
     if (!path) return { reason: "too_long", ruleId: null, headers: {} };
     if (target.disabled) return { reason: "disabled", ruleId: null, headers: {} };
     const refusal: Refusal | null = await evaluateRules(takeRate, target.rules, client, path.match, clock());
     if (refusal) return refusal;
-    if (!target.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
-    if (target.deployment.crashed) return { reason: "bad_gateway", ruleId: null, headers: {} };
-    const port = await portFor(req.headers.host, target);
+    const serving = target.deployment ? target : await reread(req.headers.host, target);
+    if (!serving?.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
+    if (serving.deployment.crashed) return { reason: "bad_gateway", ruleId: null, headers: {} };
+    const port = await portFor(req.headers.host, serving);
     if (port === null) return { reason: "waking", ruleId: null, headers: { "retry-after": "5" } };
-    return { port };
+    return { port, target: serving };
   }
 
   function record(
@@ -231,9 +241,9 @@ export function createEdge(deps: EdgeDeps): Edge {
         record(req, target, path, client.text, started, statusOf(gated.reason), bytes, gated.ruleId);
         return;
       }
-      touch(target.deployment!.id);
+      touch(gated.target.deployment!.id);
       const result = await proxyHttp(req, res, gated.port, parsed!.forward, forwarding(req, client.text), body);
-      record(req, target, path, client.text, started, result.status, result.bytes, null);
+      record(req, gated.target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
       const bytes = sendPage(res, "bad_gateway");
@@ -253,10 +263,10 @@ export function createEdge(deps: EdgeDeps): Edge {
         record(req, target, path, client.text, started, statusOf(gated.reason), 0, gated.ruleId);
         return;
       }
-      touch(target.deployment!.id);
+      touch(gated.target.deployment!.id);
       // Logged with the app's answer: 101 when a tunnel opened, else the status relayed (and the connection closed).
       const result = await proxyUpgrade(req, socket, head, gated.port, parsed!.forward, forwarding(req, client.text));
-      record(req, target, path, client.text, started, result.status, result.bytes, null);
+      record(req, gated.target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });
       sendPageOnSocket(socket, "bad_gateway");

@@ -21,6 +21,13 @@ export interface RouteTable {
   setActive(active: boolean): void;
   /** Reloads one project's hostnames now and resolves when done. */
   reload(projectId: string): Promise<void>;
+  /**
+   * Reloads one project unless it was loaded within the last `maxAgeMs`: for a
+   * request that found nothing deployed, so a deployment reported ready is served
+   * even before its notification arrived, while a flood of such requests costs at
+   * most one read per project per `maxAgeMs`.
+   */
+  refresh(projectId: string, maxAgeMs: number): Promise<void>;
   /** Resolves once every reload asked for so far is done (tests, and callers that just changed something). */
   settled(): Promise<void>;
   stop(): void;
@@ -48,13 +55,21 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   let running: Promise<void> = Promise.resolve();
   let scheduled = false;
   let fallback: ReturnType<typeof setInterval> | undefined;
+  // When each project (or, under "all", everything) was last read: refresh() skips fresh ones.
+  const loadedAt = new Map<string, number>();
+  let allLoadedAt = 0;
 
   /** Replaces the hostnames of `ids` (or of everything) with what was loaded for them; a project not loaded is gone. */
   const replace = (ids: string[] | "all", loaded: Map<string, EdgeTarget>) => {
     const next = ids === "all" ? new Map<string, EdgeTarget>() : new Map(byHost);
-    if (ids === "all") hostsOf.clear();
-    else
+    const now = performance.now();
+    if (ids === "all") {
+      hostsOf.clear();
+      loadedAt.clear();
+      allLoadedAt = now;
+    } else
       for (const id of ids) {
+        loadedAt.set(id, now);
         for (const h of hostsOf.get(id) ?? []) next.delete(h);
         hostsOf.delete(id);
       }
@@ -101,6 +116,13 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     }
   };
 
+  const reload = async (projectId: string) => {
+    pending.add(projectId);
+    schedule();
+    await settled();
+  };
+  const refreshing = new Map<string, Promise<void>>();
+
   return {
     lookup: (host) => {
       const name = hostnameOf(host);
@@ -124,10 +146,16 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
         fallback.unref();
       }
     },
-    async reload(projectId) {
-      pending.add(projectId);
-      schedule();
-      await settled();
+    reload,
+    refresh(projectId, maxAgeMs) {
+      // Requests arriving during the read wait on it instead of asking again.
+      const inFlight = refreshing.get(projectId);
+      if (inFlight) return inFlight;
+      const at = Math.max(loadedAt.get(projectId) ?? 0, allLoadedAt);
+      if (performance.now() - at < maxAgeMs) return Promise.resolve();
+      const read = reload(projectId).finally(() => refreshing.delete(projectId));
+      refreshing.set(projectId, read);
+      return read;
     },
     settled,
     stop() {

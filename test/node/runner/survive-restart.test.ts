@@ -141,9 +141,14 @@ for (const { database, sandbox } of MODES) {
     return found;
   }
 
-  /** The port the app says it listens on (its PORT), asked through the edge. */
+  /** The port the app says it listens on (its PORT), asked through the edge (its first JSON answer within 10 s: a busy machine may still be switching). */
   async function appPort(host: string): Promise<number> {
-    const answer = await viaEdge(host);
+    const answer = await until(
+      `${host} answering`,
+      () => viaEdge(host),
+      (a) => a.status === 200 && a.body.startsWith("{"),
+      10_000,
+    );
     return Number(JSON.parse(answer.body).env.PORT);
   }
 
