@@ -23,7 +23,8 @@ import {
   type ServerView,
   statusOf,
 } from "./schema";
-import { createServer, deleteServer, findServer, listServers, runningOn, type ServerRow, updateServer } from "./store";
+import { emitNotificationEvent } from "../notifications/fanout";
+import { createServer, deleteServer, findServer, listServers, runningOn, type ServerRow, type StoppedDeployment, updateServer } from "./store";
 import type { Running } from "./schema";
 
 const TAGS = ["Build servers"];
@@ -32,9 +33,9 @@ const ServerParam = z.object({ id: pathId("id", "The server id (`srv_…`)") });
 const DELETE_DOC = [
   "Requires `org:admin`. Revokes the server's runner token at once (its next request is 401).",
   "A build it holds goes back to `queued` with no lease, recorded in its transitions, for another server to take.",
-  "Each `ready` deployment whose app it served becomes `failed` (and no longer current) with a `failureReason` naming the deleted server: its app stopped with it; deploy again to run it elsewhere.",
+  "Each `ready` deployment it served (the current one, and older builds it kept for a rollback) becomes `failed` and no longer current, with a `failureReason` naming the deleted server: its app and build went with it (deployments have no `stopped` status); deploy again to run it elsewhere. The environment then has no current deployment until the next deploy or a promote.",
   "A Settings `defaultServerId` naming it is left as it was and points nowhere: a deploy that would go to that default stays `queued` with a reason saying its default server no longer exists, until another server is chosen (per deploy or in Settings).",
-  "The answer lists the deployments requeued and stopped.",
+  "Each app that was running (a current deployment) is announced as a `service.crashed` notification. The answer lists the deployments requeued and stopped.",
 ].join(" ");
 
 function view(row: ServerRow, running: Running[], now: Date): ServerView {
@@ -61,6 +62,37 @@ function view(row: ServerRow, running: Running[], now: Date): ServerView {
 async function viewOne(c: AppContext, row: ServerRow): Promise<ServerView> {
   const running = await runningOn(c.get("db"), row.orgId, [row.id]);
   return view(row, running.get(row.id) ?? [], c.get("clock")());
+}
+
+/**
+ * A `service.crashed` event per app that was running on the deleted server (its environment's
+ * current deployment), as the runner sends when it gives an app up. The deletion has happened:
+ * an event that cannot be stored is logged, not answered as an error.
+ */
+async function announceStopped(c: AppContext, stopped: StoppedDeployment[]) {
+  const { orgId, userId } = callerOf(c);
+  let sends = 0;
+  for (const d of stopped.filter((x) => x.wasCurrent)) {
+    try {
+      const result = await emitNotificationEvent(
+        c.get("db"),
+        {
+          orgId,
+          category: "service.crashed",
+          title: "Service stopped: its build server was deleted",
+          message: d.reason,
+          projectId: d.projectId,
+          data: { deploymentId: d.id, environmentId: d.environmentId },
+          createdBy: userId,
+        },
+        c.get("clock")(),
+      );
+      sends += result.sends;
+    } catch (error) {
+      c.get("logger").error("server_deletion_event_failed", { requestId: c.get("requestId"), deploymentId: d.id, error: (error as Error).message });
+    }
+  }
+  if (sends > 0) c.get("wakeDeliveries")();
 }
 
 const create = defineRoute({
@@ -162,5 +194,6 @@ export const serversRouter = createRouter()
     const result = await deleteServer(c.get("db"), callerOf(c).orgId, id, c.get("clock")());
     if (!result) throw notFound("Server");
     if (result.requeued.length > 0) c.get("wakeRunner")();
-    return c.json({ id, ...result }, 200);
+    await announceStopped(c, result.stopped);
+    return c.json({ id, requeued: result.requeued, stopped: result.stopped.map((d) => d.id) }, 200);
   });

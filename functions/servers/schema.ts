@@ -14,7 +14,7 @@ export const STATUS_DOC =
   "`online`: its runner sent a heartbeat within the last 60 s; `draining`: online, and set to take no new work (PATCH `draining: true`); `offline`: not heard from for 60 s or more, or never (a draining server that stops reporting is `offline`)";
 
 export const RUNNING_DOC =
-  "What the server holds now: the deployments whose runner id is this server's id, i.e. builds it has claimed (`building`, `deploying`) and the `ready` deployments whose app it serves (at most 100, oldest first)";
+  "What the server holds now (at most 100, oldest first). For now: the deployments whose runner id is this server's id, i.e. builds it has claimed (`building`, `deploying`) and the `ready` deployments it serves (`served_by`: the current one of an environment, and older ones whose builds it keeps for a rollback)";
 
 const Name = z.string().trim().min(1).max(100).openapi({ description: "1-100 characters; need not be unique (the id names the server)" });
 
@@ -106,7 +106,9 @@ export const DeletedServerSchema = z
   .object({
     id: z.string(),
     requeued: z.array(z.string()).openapi({ description: "Deployments it was building, back to `queued` with no lease" }),
-    stopped: z.array(z.string()).openapi({ description: "Ready deployments whose app it served, now `failed` with a reason naming the deleted server" }),
+    stopped: z
+      .array(z.string())
+      .openapi({ description: "Ready deployments it served or kept, now `failed` (not current) with a reason naming the deleted server" }),
   })
   .openapi("DeletedServer");
 

@@ -135,7 +135,16 @@ export async function updateServer(
  * `failed` (no longer current) with a reason naming the deleted server: its app
  * ran there and stops with it. Undefined: no such server in the organization.
  */
-export async function deleteServer(db: Db, orgId: string, id: string, now: Date): Promise<{ requeued: string[]; stopped: string[] } | undefined> {
+export interface StoppedDeployment {
+  id: string;
+  projectId: string;
+  environmentId: string;
+  /** It was its environment's current deployment: its app was running. */
+  wasCurrent: boolean;
+  reason: string;
+}
+
+export async function deleteServer(db: Db, orgId: string, id: string, now: Date): Promise<{ requeued: string[]; stopped: StoppedDeployment[] } | undefined> {
   return db.transaction(async (tx) => {
     const [server] = await tx
       .delete(servers)
@@ -164,7 +173,10 @@ export async function deleteServer(db: Db, orgId: string, id: string, now: Date)
       await tx.update(deployments).set({ current: false, servedBy: null, port: null }).where(eq(deployments.id, d.id));
       await transition(tx, d, "failed", now, reason);
     }
-    return { requeued: held.map((d) => d.id), stopped: served.map((d) => d.id) };
+    return {
+      requeued: held.map((d) => d.id),
+      stopped: served.map((d) => ({ id: d.id, projectId: d.projectId, environmentId: d.environmentId, wasCurrent: d.current, reason })),
+    };
   });
 }
 

@@ -8,8 +8,9 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { DeploymentSchema } from "../../../functions/deployments/schema";
 import { markStatus } from "../../../functions/deployments/store";
+import { SERVER_LIMITS } from "../../../functions/servers/limits";
 import { CreatedServerSchema, DeletedServerSchema, HeartbeatAnswerSchema, ServerSchema } from "../../../functions/servers/schema";
-import { deployments, servers } from "../../../shared/db/schema";
+import { deployments, notificationEvents, servers } from "../../../shared/db/schema";
 import { pageOf } from "../../../shared/http/pagination";
 import { dumpAllTables, expectBody, expectProblem, expectStatus, type Member, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
@@ -206,6 +207,10 @@ describe("build servers: status, drain, delete", () => {
     expect(stopped).toMatchObject({ status: "failed", current: false });
     expect(stopped.failureReason).toContain(`'build-1' (${s.id})`);
     expect(stopped.failureReason).toMatch(/was deleted/);
+    // The app that was running is announced, as a crash is.
+    const events = await h.db.select().from(notificationEvents).where(eq(notificationEvents.orgId, t.orgId));
+    expect(events.map((e) => [e.category, e.projectId, (e.data as { deploymentId: string }).deploymentId])).toEqual([["service.crashed", p.id, served.id]]);
+    expect(events[0]!.message).toBe(stopped.failureReason);
     // The other server and its token are untouched.
     await expectStatus(await heartbeat(other.token), 200);
   });
@@ -236,6 +241,24 @@ describe("build servers: the runner token", () => {
     await expectProblem(await heartbeat(s.token, { capacity: -1 }), 400, "capacity");
     await expectProblem(await heartbeat(s.token, { hostname: "x" }), 400, "hostname");
     await expectProblem(await heartbeat(`${s.token.slice(0, -2)}xx`), 401);
+  });
+});
+
+describe("build servers: rate limits", () => {
+  it("registrations per organization and heartbeats per server answer 429 with Retry-After past their limit, writing nothing", async () => {
+    const t = await seedTenant(h);
+    const s = await registered(t);
+    for (let i = 1; i < SERVER_LIMITS.registrationsPerOrg.max; i++) await registered(t, { name: `build-${i}` });
+    const refused = await register(t, { name: "one too many" });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    await expectProblem(refused, 429);
+    expect(await serverCount(t.orgId)).toBe(SERVER_LIMITS.registrationsPerOrg.max);
+
+    for (let i = 0; i < SERVER_LIMITS.heartbeatsPerServer.max; i++) await expectStatus(await heartbeat(s.token, { version: "1" }), 200);
+    const tooMany = await heartbeat(s.token, { version: "2" });
+    expect(Number(tooMany.headers.get("retry-after"))).toBeGreaterThan(0);
+    await expectProblem(tooMany, 429);
+    expect(await expectBody(await read(t, s.id), 200, ServerSchema)).toMatchObject({ version: "1" });
   });
 });
 
