@@ -37,7 +37,7 @@ import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
 import { createRunner, type Runner } from "./runner/runner";
-import { forgetPorts } from "./runner/store";
+import { createDbControl } from "./runner/db-control";
 import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./runner/sandbox/sandbox";
 import { createSupervisor } from "./runner/supervisor";
 import { apiHostnames } from "./api-hosts";
@@ -120,25 +120,24 @@ export async function createNodeServices(
 
   const runnerSettings = { ...config.runner, ...overrides.runner };
   const sandbox = runnerSettings.enabled ? await sandboxOrWhyNot(runnerSettings, logger) : undefined;
-  const runner = sandbox
-    ? createRunner({
-        db: database.db,
-        keyring,
-        uploads,
-        gitHosts: config.gitHosts,
-        settings: runnerSettings,
-        dataDir: config.dataDir,
-        logger,
-        writer,
-        createSupervisor,
-        sandbox,
-        allowPrivate: config.outboundAllowPrivate,
-        wakeDeliveries,
-      })
-    : undefined;
+  // The in-process runner reaches the control plane through the database (one runner core; a remote runner's transport is HTTP).
+  const control = sandbox ? createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }) : undefined;
+  const runner =
+    sandbox && control
+      ? createRunner({
+          control,
+          gitHosts: config.gitHosts,
+          settings: runnerSettings,
+          dataDir: config.dataDir,
+          logger,
+          createSupervisor,
+          sandbox,
+          allowPrivate: config.outboundAllowPrivate,
+        })
+      : undefined;
 
   // Before the edge loads its routes: the apps of this runner's previous run are gone, their ports may be another process's now.
-  if (runner) await forgetPorts(database.db, runnerSettings.id);
+  await control?.forgetPorts();
   // The edge's route table, reloaded per project on the database's workspace_edge notifications.
   const routeTable = await createRouteTable({ db: database.db, sharedDomain: config.sharedDomain, logger });
   // A project's routes changed: the table reloads it, and the runner reconciles (a promote, a wake, a sleep mode change made through any process).

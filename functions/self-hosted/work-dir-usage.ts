@@ -5,10 +5,8 @@
  * server's event loop would stall the API.
  */
 import { execFile } from "node:child_process";
-import type { Db } from "../../shared/db/types";
 import { describeError } from "../../shared/http/error-log";
 import type { Logger } from "../../shared/http/logger";
-import { recordWorkDirBytes } from "../deployments/artifacts";
 
 const DU_TIMEOUT_MS = 120_000;
 
@@ -24,14 +22,18 @@ export function measureDir(dir: string): Promise<number | null> {
 }
 
 /** Measures a ready deployment's work directory and records it; never throws (a failure is logged, the deployment counts 0). */
-export async function recordWorkDirUsage(deps: { db: Db; logger: Logger }, deploymentId: string, dir: string): Promise<void> {
+export async function recordWorkDirUsage(
+  deps: { record: (deploymentId: string, bytes: number) => Promise<void>; logger: Logger },
+  deploymentId: string,
+  dir: string,
+): Promise<void> {
   try {
     const bytes = await measureDir(dir);
     if (bytes === null) {
       deps.logger.error("work_dir_measure_failed", { deploymentId });
       return;
     }
-    await recordWorkDirBytes(deps.db, deploymentId, bytes);
+    await deps.record(deploymentId, bytes);
   } catch (error) {
     deps.logger.error("work_dir_record_failed", { deploymentId, ...describeError(error) });
   }

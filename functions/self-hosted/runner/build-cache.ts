@@ -58,6 +58,11 @@ export async function makeCache(dir: string, chownTo: number | undefined): Promi
 
 /** Removes the caches of projects that no longer exist. */
 export async function sweepCaches(db: Db, dataDir: string): Promise<void> {
+  await sweepCachesOf(dataDir, async (ids) => (await db.select({ id: projects.id }).from(projects).where(inArray(projects.id, ids))).map((r) => r.id));
+}
+
+/** sweepCaches with the question "which of these projects still exist" asked of `projectsAlive` (the runner asks its control plane). */
+export async function sweepCachesOf(dataDir: string, projectsAlive: (projectIds: string[]) => Promise<string[]>): Promise<void> {
   let names: string[];
   try {
     names = readdirSync(cacheRootOf(dataDir)).filter((n) => /^[a-z]+_[0-9a-z]+$/.test(n));
@@ -66,7 +71,7 @@ export async function sweepCaches(db: Db, dataDir: string): Promise<void> {
   }
   for (let i = 0; i < names.length; i += 500) {
     const batch = names.slice(i, i + 500);
-    const alive = new Set((await db.select({ id: projects.id }).from(projects).where(inArray(projects.id, batch))).map((r) => r.id));
+    const alive = new Set(await projectsAlive(batch));
     for (const name of batch) if (!alive.has(name)) await rm(cacheDirOf(dataDir, name), { recursive: true, force: true });
   }
 }

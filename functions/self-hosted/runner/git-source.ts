@@ -26,7 +26,7 @@ import { cloneUrl, GIT_HOST_SETTINGS, isGitProvider } from "../../../shared/git/
 import { refusalFor, refusalMessage } from "../../../shared/outbound/address-guard";
 import type { BuildDeps } from "./pipeline";
 import { JobFailure, quote, type Step } from "./step";
-import type { JobContext } from "./store";
+import type { JobContext } from "./control";
 
 /** A credential helper answering `get` with what the runner wrote to fd 3 (a pipe read once): the token is in no environment or argv. */
 const CREDENTIAL_HELPER = '!f() { test "$1" = get && cat <&3; }; f';

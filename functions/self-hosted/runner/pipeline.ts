@@ -27,7 +27,6 @@ import { join, relative } from "node:path";
 import type { GitHosts } from "../../../shared/git/hosts";
 import { nodeGunzip } from "../../../shared/storage/gunzip-node";
 import { SCAN_LIMITS } from "../../../shared/storage/limits";
-import type { UploadStorage } from "../../../shared/storage/types";
 import { humanSize } from "../../cli/progress";
 import type { NewLogLine } from "../../logs/store";
 import { readArchive } from "../../projects/folder/tar-reader";
@@ -39,7 +38,7 @@ import { JobAborted, JobFailure, type Step } from "./step";
 import { spawnProcess } from "./processes";
 import { DISK_BUILD_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
 import type { ProcessLimits, Sandbox } from "./sandbox/sandbox";
-import type { JobContext } from "./store";
+import type { JobContext, SourceArchive } from "./control";
 import { extractArchive } from "./unpack";
 
 export { JobAborted, JobFailure } from "./step";
@@ -61,7 +60,8 @@ export interface BuildDeps {
   /** DATA_DIR/deployments */
   workRoot: string;
   gitHosts: GitHosts;
-  uploads?: UploadStorage;
+  /** An upload's or local snapshot's archive (RunnerControl.openSource). */
+  openSource: (deploymentId: string, artifactKey: string) => Promise<SourceArchive>;
   buildTimeoutMs: number;
   /** The clone token that applies (decrypted in memory), or null. */
   cloneToken: (job: JobContext) => Promise<string | null>;
@@ -245,10 +245,13 @@ async function buildIn(job: JobContext, deps: BuildDeps, ctx: BuildContext): Pro
 
 async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, system: (m: string) => void) {
   const key = job.d.artifactKey;
-  if (!deps.uploads || !key) throw new JobFailure("build", "The deployment's uploaded source is not available on this server (no upload store)");
+  const unavailable = "The deployment's uploaded source is not available on this server (no upload store)";
+  const gone = "The deployment's uploaded source is gone from the upload store: upload it again";
+  if (!key) throw new JobFailure("build", unavailable);
+  const first = await deps.openSource(job.d.id, key);
+  if ("missing" in first && first.missing === "no-store") throw new JobFailure("build", unavailable);
   system("Unpacking the uploaded source");
-  const first = await deps.uploads.open(key);
-  if (!first) throw new JobFailure("build", "The deployment's uploaded source is gone from the upload store: upload it again");
+  if ("missing" in first) throw new JobFailure("build", gone);
   let root: string;
   try {
     root = (await readArchive(first.body, { limits: SCAN_LIMITS, manifestNames: new Set(), gunzip: nodeGunzip })).root;
@@ -256,8 +259,8 @@ async function unpackUpload(job: JobContext, deps: BuildDeps, src: string, syste
     await first.body.cancel().catch(() => {});
     throw new JobFailure("build", `The uploaded source was refused: ${(e as Error).message}`);
   }
-  const second = await deps.uploads.open(key);
-  if (!second) throw new JobFailure("build", "The deployment's uploaded source is gone from the upload store: upload it again");
+  const second = await deps.openSource(job.d.id, key);
+  if ("missing" in second) throw new JobFailure("build", gone);
   try {
     const { files, bytes } = await extractArchive(second.body, src, { root, limits: SCAN_LIMITS });
     system(`Unpacked ${files} file${files === 1 ? "" : "s"} (${humanSize(bytes)})`);

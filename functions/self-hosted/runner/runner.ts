@@ -1,6 +1,9 @@
 /**
- * The self-hosted runner: claims queued deployments (store.ts), builds them
- * (pipeline.ts), hands the app to the supervisor, switches traffic, reports.
+ * The self-hosted runner: claims queued deployments, builds them (pipeline.ts),
+ * hands the app to the supervisor, switches traffic, reports. Everything it
+ * reads from or records in the control plane goes through `control`
+ * (RunnerControl, control.ts): the database here (db-control.ts), HTTP for a
+ * runner on another machine; this core is the same for both.
  *
  * - Queue: claimed with a lease (LEASE_MS, 30 s) renewed every 10 s; woken by
  *   `wake()` (POST /api/deployments, cancel, promote call it) and a poll every
@@ -45,54 +48,20 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Keyring } from "../../../shared/crypto/keyring";
-import type { Db } from "../../../shared/db/types";
 import type { GitHosts } from "../../../shared/git/hosts";
 import type { Logger } from "../../../shared/http/logger";
-import type { UploadStorage } from "../../../shared/storage/types";
-import { type DeploymentRow, markReady, promoteDeployment } from "../../deployments/store";
-import { autoRollbackOf } from "../../projects/environments-store";
-import { discardArtifact } from "../../deployments/artifacts";
 import { recordWorkDirUsage } from "../work-dir-usage";
 import type { NewLogLine } from "../../logs/store";
-import type { LogWriter } from "../../logs/writer";
-import { emitNotificationEvent } from "../../notifications/fanout";
 import { MASK } from "../../projects/env-store";
-import { cloneTokenFor } from "../../projects/git-store";
 import type { RunnerSettings } from "../config";
 import type { Plan } from "./commands";
+import type { JobContext, RunnerControl, RunnerDeployment } from "./control";
 import { createLogLimiter, REPORT_MS } from "./log-limit";
-import { cacheDirOf, makeCache, sweepCaches } from "./build-cache";
+import { cacheDirOf, makeCache, sweepCachesOf } from "./build-cache";
 import { createFailureDigest, type FailureDigest } from "./failure-reason";
 import { buildDeployment, formatDuration, JobAborted, JobFailure, planPathOf, workDirOf } from "./pipeline";
 import type { Sandbox } from "./sandbox/sandbox";
-import { sandboxUidOf } from "./sandbox/uids";
-import {
-  advance,
-  claimNext,
-  clearServing,
-  currentOf,
-  decryptServiceValues,
-  deploymentStatuses,
-  deploymentsToServe,
-  environmentOf,
-  forgetPorts,
-  recordDown,
-  rollbackTarget,
-  type JobContext,
-  LEASE_MS,
-  loadJob,
-  releaseJob,
-  renewLease,
-  setCrashed,
-  setServing,
-  stillServing,
-  idleDeployments,
-  markPruned,
-  setAsleep,
-  wakeAlwaysOn,
-  supersededBeyond,
-} from "./store";
+import { LEASE_MS } from "./store";
 import { SmokeWindowFailure } from "./supervisor";
 import type { AppSpec, Supervisor, SupervisorDeps } from "./types";
 
@@ -112,21 +81,18 @@ export const RESTORE_RETRY_MS = [5_000, 30_000, 120_000, 600_000];
 const RENEW_MS = LEASE_MS / 3;
 
 export interface RunnerDeps {
-  db: Db;
-  keyring: Keyring;
-  uploads?: UploadStorage;
+  /** The control plane: the queue, the job's source and environment, logs, events, serving state (control.ts). */
+  control: RunnerControl;
   gitHosts: GitHosts;
   settings: RunnerSettings;
   /** DATA_DIR: work directories go under DATA_DIR/deployments/. */
   dataDir: string;
   logger: Logger;
-  writer: LogWriter;
   createSupervisor: (deps: SupervisorDeps) => Supervisor;
   /** What confines every step and app (sandbox/sandbox.ts). */
   sandbox: Sandbox;
   /** OUTBOUND_ALLOW_PRIVATE: whether a git host may be a private or loopback address. */
   allowPrivate: boolean;
-  wakeDeliveries: () => void;
   clock?: () => Date;
 }
 
@@ -143,13 +109,13 @@ export interface Runner {
 }
 
 interface Job {
-  d: DeploymentRow;
+  d: RunnerDeployment;
   abort: AbortController;
   done: Promise<void>;
 }
 
 export function createRunner(deps: RunnerDeps): Runner {
-  const { db, settings } = deps;
+  const { control, settings } = deps;
   const runnerId = settings.id;
   const now = deps.clock ?? (() => new Date());
   const workRoot = join(deps.dataDir, "deployments");
@@ -190,20 +156,22 @@ export function createRunner(deps: RunnerDeps): Runner {
     const message = mask(line.deploymentId, line.message);
     // The app's own output; the supervisor's lines say what the reason's headline says.
     if (line.deploymentId && line.kind === "runtime" && line.stream !== "system") launchOutput.get(line.deploymentId)?.add(message);
-    deps.writer.write({ ...line, message });
+    control.log({ ...line, message });
     return true;
   };
-  const system = (d: Pick<DeploymentRow, "id" | "orgId" | "projectId">, kind: "build" | "runtime", message: string) =>
+  const system = (d: Pick<RunnerDeployment, "id" | "orgId" | "projectId">, kind: "build" | "runtime", message: string) =>
     log({ orgId: d.orgId, projectId: d.projectId, deploymentId: d.id, kind, stream: "system", at: now(), message });
 
-  const emit = async (d: DeploymentRow, category: string, title: string, message: string, more: Record<string, unknown> = {}) => {
+  const emit = async (d: RunnerDeployment, category: string, title: string, message: string, more: Record<string, unknown> = {}) => {
     try {
-      await emitNotificationEvent(
-        db,
-        { orgId: d.orgId, category, title, message, projectId: d.projectId, data: { deploymentId: d.id, environmentId: d.environmentId, ...more } },
-        now(),
-      );
-      deps.wakeDeliveries();
+      await control.emit({
+        orgId: d.orgId,
+        category,
+        title,
+        message,
+        projectId: d.projectId,
+        data: { deploymentId: d.id, environmentId: d.environmentId, ...more },
+      });
     } catch (error) {
       deps.logger.error("runner_event_failed", { deploymentId: d.id, category, error: (error as Error).message });
     }
@@ -218,8 +186,8 @@ export function createRunner(deps: RunnerDeps): Runner {
     stopGraceMs: settings.stopGraceMs,
     jail: (input) => deps.sandbox.jail(input),
     // Down between a crash and the restarted app's next passed check: the route is off (edges hold requests, the project reads degraded), then back, on its port (a new one if its own was taken).
-    onDown: (spec) => void recordDown(db, spec.deploymentId, runnerId).catch((error) => reportRecordFailure(spec, error)),
-    onUp: (spec, port) => void setServing(db, spec.deploymentId, runnerId, port, now()).catch((error) => reportRecordFailure(spec, error)),
+    onDown: (spec) => void control.recordDown(spec.deploymentId).catch((error) => reportRecordFailure(spec, error)),
+    onUp: (spec, port) => void control.setServing(spec.deploymentId, port).catch((error) => reportRecordFailure(spec, error)),
     // One line in the server's output per crash of an app (its details are in the deployment's runtime log).
     onRestart: (spec, attempt, reason) =>
       deps.logger.error("app_crashed", { deploymentId: spec.deploymentId, projectId: spec.projectId, reason, restart: attempt }),
@@ -239,8 +207,8 @@ export function createRunner(deps: RunnerDeps): Runner {
     givingUp.add(spec.deploymentId);
     void (async () => {
       // The supervisor logged its restarts and the give-up as runtime system lines: stored before the row says crashed.
-      await deps.writer.flush();
-      const row = await setCrashed(db, spec.deploymentId, now());
+      await control.flushLogs();
+      const row = await control.setCrashed(spec.deploymentId);
       masks.delete(spec.deploymentId);
       if (!row) return;
       const back = row.current ? await rollBack(row) : undefined;
@@ -256,16 +224,16 @@ export function createRunner(deps: RunnerDeps): Runner {
    * again (its kept build and pinned configuration; the reconcile starts it, the
    * edges hold requests meanwhile), said on both deployments' runtime logs.
    */
-  async function rollBack(crashed: DeploymentRow): Promise<DeploymentRow | undefined> {
-    const env = await environmentOf(db, crashed.environmentId);
-    if (!env || !autoRollbackOf(env)) return undefined;
-    const target = await rollbackTarget(db, crashed, runnerId);
+  async function rollBack(crashed: RunnerDeployment): Promise<RunnerDeployment | undefined> {
+    const env = await control.environment(crashed.environmentId);
+    if (!env?.autoRollback) return undefined;
+    const target = await control.rollbackTarget(crashed);
     if (!target) {
       system(crashed, "runtime", `No rollback: ${env.name} has no earlier ready deployment kept on this server`);
       return undefined;
     }
     try {
-      await promoteDeployment(db, crashed.orgId, target.id, now());
+      await control.promote(crashed.orgId, target.id);
     } catch (error) {
       system(crashed, "runtime", `Rollback to deployment ${target.id} failed: ${(error as Error).message}`);
       return undefined;
@@ -284,7 +252,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       const orgProject = dropping.get(deploymentId);
       dropping.delete(deploymentId);
       if (orgProject)
-        deps.writer.write({
+        control.log({
           ...orgProject,
           deploymentId,
           kind,
@@ -299,7 +267,8 @@ export function createRunner(deps: RunnerDeps): Runner {
   let reportTimer: ReturnType<typeof setInterval> | undefined;
 
   /** The project's sandbox uid (allocated at its first deployment; the server's own when the sandbox is off). */
-  const uidOf = async (job: JobContext) => (deps.sandbox.confined ? sandboxUidOf(db, job.project, deps.sandbox.settings.uidRange) : (process.getuid?.() ?? 0));
+  const uidOf = async (job: JobContext) =>
+    deps.sandbox.confined ? control.sandboxUid(job.project, deps.sandbox.settings.uidRange) : (process.getuid?.() ?? 0);
 
   /** The app's environment: the environment's variables over a minimal base; nothing from the server's own environment. */
   const appSpecOf = async (job: JobContext, plan: Plan): Promise<AppSpec> => {
@@ -312,7 +281,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       healthPath: job.project.options.healthCheckPath,
     };
     if (plan.kind === "static") return { ...common, kind: "static", dir: plan.dir, base: join(workDir, "src") };
-    const serviceValues = await decryptServiceValues(deps.keyring, job.d);
+    const serviceValues = job.serviceValues;
     const uid = await uidOf(job);
     const cacheDir = cacheDirOf(deps.dataDir, job.d.projectId);
     // Its mount point: a deployment built before the cache existed, or restored after a sweep, has none yet.
@@ -355,12 +324,12 @@ export function createRunner(deps: RunnerDeps): Runner {
 
   const removeWorkDir = (id: string) => rmSync(workDirOf(workRoot, id), { recursive: true, force: true });
 
-  async function runJob(claimed: DeploymentRow, abort: AbortController): Promise<void> {
+  async function runJob(claimed: RunnerDeployment, abort: AbortController): Promise<void> {
     const id = claimed.id;
     const renew = setInterval(() => void renewOne(id), RENEW_MS);
     let job: JobContext | undefined;
     try {
-      job = await loadJob(db, deps.keyring, id);
+      job = await control.job(id);
       if (!job) return;
       masks.set(id, [...job.secrets]);
       // The first system line says what confines the build (and warns when nothing does).
@@ -375,47 +344,46 @@ export function createRunner(deps: RunnerDeps): Runner {
           buildEnv: settings.buildEnv,
           allowPrivate: deps.allowPrivate,
           gitHosts: deps.gitHosts,
-          uploads: deps.uploads,
+          openSource: (id, key) => control.openSource(id, key),
           buildTimeoutMs: settings.buildTimeoutMs,
-          // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
-          cloneToken: (j) => cloneTokenFor(db, deps.keyring, j.project, j.d.createdBy),
+          cloneToken: (j) => control.cloneCredential(j.d.id),
           log,
           mask: (text) => mask(id, text),
           skipped: (id, lines) => limiter.skipped(id, lines),
         },
         abort.signal,
       );
-      await deps.writer.flush();
-      if (!(await advance(db, id, runnerId, ["building"], "deploying", now()))) throw new JobAborted("no longer ours");
+      await control.flushLogs();
+      if (!(await control.advance(id, ["building"], "deploying"))) throw new JobAborted("no longer ours");
       system(job.d, "build", "Starting the app");
       const port = await launch(job, plan, abort.signal);
-      await setServing(db, id, runnerId, port, now());
-      const previous = await currentOf(db, job.d.environmentId);
+      await control.setServing(id, port);
+      const previous = await control.currentOf(job.d.environmentId);
       // The line goes in before the status: a build-log stream ends once it reads `ready` and must have seen every line.
       system(job.d, "build", `Ready: the app answers on port ${port}`);
-      await deps.writer.flush();
-      const ready = await markReady(db, id, now());
+      await control.flushLogs();
+      const ready = await control.markReady(id);
       if (previous && previous.id !== id && supervisor.running().some((a) => a.deploymentId === previous.id)) {
         // Every edge (this process's and other adapters') switches within EDGE_SWITCH_MS of the commit: only then does the old app stop.
         await sleep(EDGE_SWITCH_MS);
         await supervisor.stop(previous.id);
-        await clearServing(db, previous.id, runnerId);
+        await control.clearServing(previous.id);
       }
       await emit(ready, "deploy.succeeded", `Deployed to ${job.environment.name}`, `${job.project.name}: deployment ${id} is live`);
       await prune(job.d.environmentId);
-      await recordWorkDirUsage({ db, logger: deps.logger }, id, workDirOf(workRoot, id));
+      await recordWorkDirUsage({ record: (id, bytes) => control.recordWorkDirBytes(id, bytes), logger: deps.logger }, id, workDirOf(workRoot, id));
     } catch (e) {
       if (supervisor.running().some((a) => a.deploymentId === id)) await supervisor.stop(id).catch(() => {});
       if (e instanceof JobAborted || abort.signal.aborted) {
         if (stopping) {
           system(claimed, "build", "The server is stopping: the deployment goes back to the queue");
-          await deps.writer.flush();
-          await releaseJob(db, id, runnerId, now());
+          await control.flushLogs();
+          await control.release(id);
         } else {
           system(claimed, "build", "Canceled");
-          await deps.writer.flush();
+          await control.flushLogs();
           removeWorkDir(id);
-          await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
+          await control.discardSource(id);
         }
         return;
       }
@@ -423,10 +391,10 @@ export function createRunner(deps: RunnerDeps): Runner {
       if (!(e instanceof JobFailure)) deps.logger.error("runner_job_failed", { deploymentId: id, error: (e as Error).message });
       const reason = mask(id, failure.message);
       system(claimed, "build", `Failed: ${reason.split("\n")[0]}`);
-      await deps.writer.flush();
-      const failed = await advance(db, id, runnerId, ["building", "deploying"], "failed", now(), reason);
+      await control.flushLogs();
+      const failed = await control.advance(id, ["building", "deploying"], "failed", reason);
       removeWorkDir(id);
-      await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
+      await control.discardSource(id);
       if (failed) {
         const name = job?.project.name ?? failed.projectId;
         // One event either way: a build.failed reaches deploy.failed subscribers too (categories.ts).
@@ -443,19 +411,19 @@ export function createRunner(deps: RunnerDeps): Runner {
     const job = jobs.get(id);
     if (!job || job.abort.signal.aborted) return;
     try {
-      if (!(await renewLease(db, id, runnerId, now()))) job.abort.abort();
+      if (!(await control.renew(id))) job.abort.abort();
     } catch (error) {
       deps.logger.error("runner_renew_failed", { deploymentId: id, error: (error as Error).message });
     }
   }
 
   async function prune(environmentId: string) {
-    for (const id of await supersededBeyond(db, environmentId, runnerId, KEEP_SUPERSEDED)) {
+    for (const id of await control.supersededBeyond(environmentId, KEEP_SUPERSEDED)) {
       if (supervisor.running().some((a) => a.deploymentId === id)) continue;
       // Recorded first: a promote of it is refused from now on (its build is going).
-      await markPruned(db, id, now());
+      await control.markPruned(id);
       removeWorkDir(id);
-      await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
+      await control.discardSource(id);
     }
   }
 
@@ -468,7 +436,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       do {
         pumpAgain = false;
         while (!stopping && jobs.size < settings.concurrency) {
-          const d = await claimNext(db, runnerId, now());
+          const d = await control.claim();
           if (!d) break;
           const abort = new AbortController();
           const job: Job = { d, abort, done: Promise.resolve() };
@@ -511,9 +479,9 @@ export function createRunner(deps: RunnerDeps): Runner {
   async function reconcileOnce() {
     if (stopping) return;
     // Sleep mode changed to always_on: sleeping apps wake (and are launched below).
-    await wakeAlwaysOn(db, runnerId);
+    await control.wakeAlwaysOn();
     const running = new Set(supervisor.running().map((a) => a.deploymentId));
-    for (const d of await deploymentsToServe(db, runnerId)) {
+    for (const d of await control.toServe()) {
       if (stopping) return;
       if (running.has(d.id) || launching.has(d.id) || jobs.has(d.id) || givingUp.has(d.id)) continue;
       if ((restoreRetries.get(d.id)?.at ?? 0) > Date.now()) continue;
@@ -523,14 +491,14 @@ export function createRunner(deps: RunnerDeps): Runner {
       .running()
       .map((a) => a.deploymentId)
       .filter((id) => !launching.has(id) && !jobs.has(id));
-    const keep = await stillServing(db, others);
+    const keep = new Set(await control.stillServing(others));
     const retired = others.filter((id) => !keep.has(id));
     // As after a deploy: the edges move to the new current app before the old one stops.
     if (retired.length > 0) await sleep(EDGE_SWITCH_MS);
     for (const id of retired) {
       if (stopping) continue;
       await supervisor.stop(id);
-      await clearServing(db, id, runnerId);
+      await control.clearServing(id);
       if (!launching.has(id)) masks.delete(id);
     }
     await sleepIdle(others.filter((id) => keep.has(id)));
@@ -544,9 +512,9 @@ export function createRunner(deps: RunnerDeps): Runner {
    */
   async function sleepIdle(ids: string[]) {
     const cutoff = new Date(now().getTime() - settings.sleepAfterMs);
-    for (const id of await idleDeployments(db, ids, cutoff)) {
+    for (const id of await control.idle(ids, cutoff)) {
       if (stopping) return;
-      const d = await setAsleep(db, id, runnerId, cutoff, now());
+      const d = await control.setAsleep(id, cutoff);
       if (!d) continue;
       system(d, "runtime", `Asleep: no request for ${Math.round(settings.sleepAfterMs / 1000)} s (SLEEP_AFTER); the next request wakes it`);
       await supervisor.stop(id);
@@ -560,17 +528,17 @@ export function createRunner(deps: RunnerDeps): Runner {
    * RESTORE_RETRY_MS's schedule, each time saying why and when the next try is;
    * after the last one (or at once when its build is gone) it is marked crashed.
    */
-  async function restore(d: DeploymentRow) {
+  async function restore(d: RunnerDeployment) {
     const path = planPathOf(workDirOf(workRoot, d.id));
     const fail = async (reason: string) => {
       restoreRetries.delete(d.id);
       system(d, "runtime", reason);
-      await deps.writer.flush();
-      const row = await setCrashed(db, d.id, now());
+      await control.flushLogs();
+      const row = await control.setCrashed(d.id);
       if (row) await emit(row, "service.crashed", "Service crashed", `Deployment ${d.id} could not be started: ${reason}`);
     };
     if (!existsSync(path)) return fail("The deployment's build is no longer on this server (pruned or removed): redeploy it");
-    const job = await loadJob(db, deps.keyring, d.id);
+    const job = await control.job(d.id);
     if (!job) return;
     masks.set(d.id, [...job.secrets]);
     const tried = restoreRetries.get(d.id)?.tries ?? 0;
@@ -578,7 +546,7 @@ export function createRunner(deps: RunnerDeps): Runner {
     try {
       const plan = JSON.parse(readFileSync(path, "utf8")) as Plan;
       const port = await launch(job, plan, undefined, { smokeWindow: false });
-      await setServing(db, d.id, runnerId, port, now());
+      await control.setServing(d.id, port);
       restoreRetries.delete(d.id);
     } catch (e) {
       masks.delete(d.id);
@@ -595,9 +563,9 @@ export function createRunner(deps: RunnerDeps): Runner {
   async function sweepWorkDirs() {
     if (!existsSync(workRoot)) return;
     const ids = readdirSync(workRoot).filter((n) => /^[a-z]+_[0-9a-z]+$/.test(n));
-    const statuses = await deploymentStatuses(db, ids);
+    const statuses = await control.statuses(ids);
     for (const id of ids) {
-      const status = statuses.get(id);
+      const status = Object.hasOwn(statuses, id) ? statuses[id] : undefined;
       if (!status || status === "failed" || status === "canceled") removeWorkDir(id);
     }
   }
@@ -609,7 +577,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       if (started) return;
       started = true;
       // The work root is made by the first build (a server that never builds needs no DATA_DIR, e.g. on Postgres with WORKSPACE_OWNER_TOKEN).
-      void Promise.all([sweepWorkDirs(), sweepCaches(db, deps.dataDir), forgetPorts(db, runnerId)])
+      void Promise.all([sweepWorkDirs(), sweepCachesOf(deps.dataDir, (ids) => control.projectsAlive(ids)), control.forgetPorts()])
         .catch((error) => deps.logger.error("runner_sweep_failed", { error: (error as Error).message }))
         .then(() => reconcile())
         .then(() => pump());
@@ -634,7 +602,7 @@ export function createRunner(deps: RunnerDeps): Runner {
       await Promise.all([...jobs.values()].map((j) => j.done));
       await reconciling;
       await supervisor.stopAll();
-      await deps.writer.flush();
+      await control.flushLogs();
     },
     active: () => [...jobs.keys(), ...launching],
   };

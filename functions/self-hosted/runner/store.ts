@@ -128,7 +128,7 @@ export async function recordDown(db: Db, id: string, runnerId: string): Promise<
  * newest ready deployment older than `crashed`, built and kept here (served by
  * this runner, not pruned), that never crashed; undefined when there is none.
  */
-export async function rollbackTarget(db: Db, crashed: DeploymentRow, runnerId: string): Promise<DeploymentRow | undefined> {
+export async function rollbackTarget(db: Db, crashed: Pick<DeploymentRow, "id" | "environmentId">, runnerId: string): Promise<DeploymentRow | undefined> {
   const [row] = await db
     .select()
     .from(deployments)
@@ -292,24 +292,16 @@ export async function deploymentStatuses(db: Db, ids: string[]): Promise<Map<str
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
-export interface JobContext {
+/** A deployment with its project as pinned and its environment (the rows; db-control.ts maps them for the runner). */
+export interface JobRows {
   d: DeploymentRow;
   /** The project, its resources and options as the deployment pinned them when queued (the live ones for a deployment queued before snapshots). */
   project: ProjectRow;
   environment: { id: string; name: string; kind: string };
-  /** The deployment's variables (its snapshot), secrets decrypted: held in memory only, never written or logged. */
-  env: Record<string, string>;
-  /** The secret values among them, for masking log lines. */
-  secrets: string[];
 }
 
-/**
- * The deployment with its project, environment and variables (secrets decrypted
- * in memory), as pinned when it was queued (config-snapshot.ts): a build, a
- * restart and a promote all run the same configuration. A deployment queued
- * before snapshots existed runs the environment's live configuration.
- */
-export async function loadJob(db: Db, keyring: Keyring, id: string): Promise<JobContext | undefined> {
+/** The deployment with its project as pinned when it was queued (config-snapshot.ts) and its environment. */
+export async function jobRows(db: Db, id: string): Promise<JobRows | undefined> {
   const [row] = await db
     .select({ d: deployments, project: projects, environment: { id: environments.id, name: environments.name, kind: environments.kind } })
     .from(deployments)
@@ -317,16 +309,26 @@ export async function loadJob(db: Db, keyring: Keyring, id: string): Promise<Job
     .innerJoin(environments, eq(environments.id, deployments.environmentId))
     .where(eq(deployments.id, id));
   if (!row) return undefined;
-  const scope = { orgId: row.d.orgId, projectId: row.d.projectId, environmentId: row.d.environmentId };
-  const vars = (await pinnedVariables(keyring, row.d)) ?? (await decryptedEnv(db, keyring, scope));
+  const project = row.d.configSnapshot ? withPinnedConfig(row.project, row.d.configSnapshot) : row.project;
+  return { ...row, project };
+}
+
+/**
+ * The deployment's variables (secrets decrypted in memory), as pinned when it
+ * was queued (config-snapshot.ts): a build, a restart and a promote all run the
+ * same configuration. A deployment queued before snapshots existed runs the
+ * environment's live configuration. `secrets`: the secret values among them.
+ */
+export async function jobVariables(db: Db, keyring: Keyring, d: DeploymentRow): Promise<{ env: Record<string, string>; secrets: string[] }> {
+  const scope = { orgId: d.orgId, projectId: d.projectId, environmentId: d.environmentId };
+  const vars = (await pinnedVariables(keyring, d)) ?? (await decryptedEnv(db, keyring, scope));
   const env: Record<string, string> = {};
   const secrets: string[] = [];
   for (const v of vars) {
     env[v.key] = v.value;
     if (v.isSecret) secrets.push(v.value);
   }
-  const project = row.d.configSnapshot ? withPinnedConfig(row.project, row.d.configSnapshot) : row.project;
-  return { ...row, project, env, secrets };
+  return { env, secrets };
 }
 
 /** Compose services' environment values of a deployment (AES-256-GCM bound to org, deployments, services, id). */

@@ -1,0 +1,172 @@
+/**
+ * RunnerControl (control.ts) on the database: the adapter's in-process runner
+ * reaches the control plane through today's store functions (store.ts), the
+ * batching log writer, the upload store and the keyring, all held here, and
+ * gets plain data back (rows mapped to RunnerDeployment, JobContext).
+ */
+import type { Keyring } from "../../../shared/crypto/keyring";
+import { projects } from "../../../shared/db/schema";
+import type { Db } from "../../../shared/db/types";
+import type { Logger } from "../../../shared/http/logger";
+import type { UploadStorage } from "../../../shared/storage/types";
+import { inArray } from "drizzle-orm";
+import { discardArtifact, recordWorkDirBytes } from "../../deployments/artifacts";
+import { type DeploymentRow, markReady, promoteDeployment } from "../../deployments/store";
+import type { LogWriter } from "../../logs/writer";
+import { emitNotificationEvent } from "../../notifications/fanout";
+import { cloneTokenFor } from "../../projects/git-store";
+import { autoRollbackOf } from "../../projects/environments-store";
+import type { JobContext, RunnerControl, RunnerDeployment, RunnerProject } from "./control";
+import { sandboxUidOf } from "./sandbox/uids";
+import {
+  advance,
+  claimNext,
+  clearServing,
+  currentOf,
+  decryptServiceValues,
+  deploymentStatuses,
+  deploymentsToServe,
+  environmentOf,
+  forgetPorts,
+  idleDeployments,
+  jobRows,
+  jobVariables,
+  markPruned,
+  recordDown,
+  releaseJob,
+  renewLease,
+  rollbackTarget,
+  setAsleep,
+  setCrashed,
+  setServing,
+  stillServing,
+  supersededBeyond,
+  wakeAlwaysOn,
+} from "./store";
+
+export interface DbControlDeps {
+  db: Db;
+  keyring: Keyring;
+  /** The upload store (upload and local sources); absent: such a deployment fails with a reason. */
+  uploads?: UploadStorage;
+  writer: LogWriter;
+  logger: Logger;
+  /** The runner's id (RUNNER_ID): claims, leases and serving state are recorded under it. */
+  runnerId: string;
+  /** Wakes the notification deliveries after an event. */
+  wakeDeliveries: () => void;
+  clock?: () => Date;
+}
+
+/** The fields of a deployment row the runner uses (nothing else of the row crosses). */
+export function runnerDeployment(d: DeploymentRow): RunnerDeployment {
+  return {
+    id: d.id,
+    orgId: d.orgId,
+    projectId: d.projectId,
+    environmentId: d.environmentId,
+    status: d.status,
+    current: d.current,
+    source: d.source,
+    artifactKey: d.artifactKey,
+    gitProvider: d.gitProvider,
+    gitOwner: d.gitOwner,
+    gitRepo: d.gitRepo,
+    commitSha: d.commitSha,
+    branch: d.branch,
+    services: d.services,
+    createdBy: d.createdBy,
+  };
+}
+
+const mapped = (d: DeploymentRow | undefined) => (d ? runnerDeployment(d) : undefined);
+
+export function createDbControl(deps: DbControlDeps): RunnerControl {
+  const { db, keyring, runnerId } = deps;
+  const now = deps.clock ?? (() => new Date());
+  return {
+    claim: async () => mapped(await claimNext(db, runnerId, now())),
+    renew: (id) => renewLease(db, id, runnerId, now()),
+    advance: async (id, from, to, failureReason) => mapped(await advance(db, id, runnerId, from, to, now(), failureReason)),
+    markReady: async (id) => runnerDeployment(await markReady(db, id, now())),
+    release: (id) => releaseJob(db, id, runnerId, now()),
+
+    async job(id) {
+      const rows = await jobRows(db, id);
+      if (!rows) return undefined;
+      const { env, secrets } = await jobVariables(db, keyring, rows.d);
+      const p = rows.project;
+      const project: RunnerProject = {
+        id: p.id,
+        orgId: p.orgId,
+        name: p.name,
+        options: p.options,
+        diskGb: p.diskGb,
+        buildMemoryMb: p.buildMemoryMb,
+        buildCpuCores: p.buildCpuCores,
+        productionMemoryMb: p.productionMemoryMb,
+        productionCpuCores: p.productionCpuCores,
+      };
+      const job: JobContext = {
+        d: runnerDeployment(rows.d),
+        project,
+        environment: rows.environment,
+        env,
+        secrets,
+        serviceValues: await decryptServiceValues(keyring, rows.d),
+      };
+      return job;
+    },
+    async cloneCredential(id) {
+      const rows = await jobRows(db, id);
+      // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
+      return rows ? cloneTokenFor(db, keyring, rows.project, rows.d.createdBy) : null;
+    },
+    async openSource(_id, artifactKey) {
+      if (!deps.uploads) return { missing: "no-store" };
+      const opened = await deps.uploads.open(artifactKey);
+      return opened ? { body: opened.body } : { missing: "gone" };
+    },
+    async discardSource(id) {
+      await discardArtifact({ db, uploads: deps.uploads, logger: deps.logger }, id);
+    },
+    sandboxUid: (project, range) => sandboxUidOf(db, project, range),
+    recordWorkDirBytes: (id, bytes) => recordWorkDirBytes(db, id, bytes),
+    async projectsAlive(projectIds) {
+      if (projectIds.length === 0) return [];
+      return (await db.select({ id: projects.id }).from(projects).where(inArray(projects.id, projectIds))).map((r) => r.id);
+    },
+
+    log: (line) => deps.writer.write(line),
+    flushLogs: () => deps.writer.flush(),
+    async emit(event) {
+      await emitNotificationEvent(db, event, now());
+      deps.wakeDeliveries();
+    },
+
+    setServing: (id, port) => setServing(db, id, runnerId, port, now()),
+    forgetPorts: () => forgetPorts(db, runnerId),
+    recordDown: (id) => recordDown(db, id, runnerId),
+    clearServing: (id) => clearServing(db, id, runnerId),
+    setCrashed: async (id) => mapped(await setCrashed(db, id, now())),
+    setAsleep: async (id, cutoff) => mapped(await setAsleep(db, id, runnerId, cutoff, now())),
+    currentOf: async (environmentId) => mapped(await currentOf(db, environmentId)),
+
+    async environment(environmentId) {
+      const env = await environmentOf(db, environmentId);
+      return env ? { name: env.name, autoRollback: autoRollbackOf(env) } : undefined;
+    },
+    rollbackTarget: async (crashed) => mapped(await rollbackTarget(db, crashed, runnerId)),
+    async promote(orgId, id) {
+      await promoteDeployment(db, orgId, id, now());
+    },
+
+    wakeAlwaysOn: () => wakeAlwaysOn(db, runnerId),
+    toServe: async () => (await deploymentsToServe(db, runnerId)).map(runnerDeployment),
+    stillServing: async (ids) => [...(await stillServing(db, ids))],
+    idle: (ids, cutoff) => idleDeployments(db, ids, cutoff),
+    supersededBeyond: (environmentId, keep) => supersededBeyond(db, environmentId, runnerId, keep),
+    markPruned: (id) => markPruned(db, id, now()),
+    statuses: async (ids) => Object.fromEntries(await deploymentStatuses(db, ids)),
+  };
+}
