@@ -2,8 +2,9 @@
  * `GET /api/docs`: the API reference page (Scalar), served with its script from the
  * API itself so it works offline and loads nothing from a third-party origin.
  * The script is `@scalar/api-reference`'s standalone bundle, pinned in package.json:
- * read from node_modules on Node, bundled into the Worker as a Text module
- * (the `[[rules]]` in wrangler.toml, which the Workers vitest plugin honours too).
+ * read from node_modules on Node; on the Worker it is one of the static assets
+ * (console/api/docs/assets/standalone.js links to the same file, wrangler.toml `[assets]`),
+ * read through the ASSETS binding, so its 4.4 MB are not part of the Worker's code.
  */
 import { Scalar } from "@scalar/hono-api-reference";
 import type { Context, Hono } from "hono";
@@ -30,11 +31,22 @@ async function sha256(text: string): Promise<Uint8Array> {
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 
-async function readStandalone(): Promise<string> {
+/** The Worker's static assets (wrangler.toml `[assets] binding`). */
+interface AssetsBinding {
+  fetch(request: Request): Promise<Response>;
+}
+
+async function readStandalone(c: Context): Promise<string> {
   if (globalThis.navigator?.userAgent === "Cloudflare-Workers") {
-    // @ts-expect-error A Text module (wrangler.toml [[rules]]): its default export is the file's text.
-    const mod = (await import("../node_modules/@scalar/api-reference/dist/browser/standalone.js")) as { default: string };
-    return mod.default;
+    const assets = (c.env as { ASSETS?: AssetsBinding } | undefined)?.ASSETS;
+    if (!assets) throw new Error("Worker misconfigured: no ASSETS binding (wrangler.toml [assets]) to read the API reference's script from");
+    // The asset at the route's own path: under /api/, so only this route serves it to clients.
+    const res = await assets.fetch(new Request(new URL(DOCS_ASSET_PATH, c.req.url)));
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new Error(`the API reference's script is not among the Worker's assets (HTTP ${res.status})`);
+    }
+    return res.text();
   }
   // The package's exports map hides dist/browser: resolve its entry and step over.
   const { createRequire } = await import("node:module");
@@ -94,8 +106,8 @@ async function renderPage(c: Context, asset: Asset): Promise<Page> {
 export function mountDocs(app: Hono<AppEnv>): void {
   let asset: Promise<Asset> | undefined;
   let page: Promise<Page> | undefined;
-  const loadAsset = () => {
-    asset ??= readStandalone().then(async (text) => ({ text, version: hex(await sha256(text)).slice(0, 16) }));
+  const loadAsset = (c: Context) => {
+    asset ??= readStandalone(c).then(async (text) => ({ text, version: hex(await sha256(text)).slice(0, 16) }));
     return asset.catch((e) => {
       asset = undefined;
       throw e;
@@ -103,7 +115,7 @@ export function mountDocs(app: Hono<AppEnv>): void {
   };
 
   app.get(DOCS_PATH, async (c) => {
-    const current = await loadAsset();
+    const current = await loadAsset(c);
     page ??= renderPage(c, current);
     const { html, csp } = await page.catch((e) => {
       page = undefined;
@@ -119,7 +131,7 @@ export function mountDocs(app: Hono<AppEnv>): void {
   });
 
   app.get(DOCS_ASSET_PATH, async (c) => {
-    const { text, version } = await loadAsset();
+    const { text, version } = await loadAsset(c);
     const etag = `"${version}"`;
     // The page asks for `?v=<hash>`: that URL's content never changes. Any other URL revalidates.
     const cacheControl = c.req.query("v") === version ? "public, max-age=31536000, immutable" : "public, max-age=0, must-revalidate";

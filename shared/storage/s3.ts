@@ -43,10 +43,8 @@ async function failure(res: Response, what: string): Promise<Error> {
   return new Error(`object storage ${what} failed: HTTP ${res.status}${code ? ` ${code}` : ""}`);
 }
 
-async function loadSdk() {
-  const [s3, presigner] = await Promise.all([import("@aws-sdk/client-s3"), import("@aws-sdk/s3-request-presigner")]);
-  return { ...s3, getSignedUrl: presigner.getSignedUrl };
-}
+// Only the names the storage uses (./s3-sdk): the Worker's bundle keeps nothing else of the SDK.
+const loadSdk = () => import("./s3-sdk");
 
 export function createS3Storage(settings: S3Settings): PresignedStorage {
   let loaded: Promise<{ sdk: Awaited<ReturnType<typeof loadSdk>>; client: S3Client }> | undefined;

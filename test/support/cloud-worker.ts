@@ -191,16 +191,14 @@ function pruneBundles(keep: string) {
   }
 }
 
-/** The modules of a bundle: the entry, and the Text modules wrangler.toml's rules emitted beside it. */
+/** The modules of a bundle: the entry alone (wrangler.toml has no module rules; the API reference's script is an asset). */
 function bundleManifest(dir: string) {
-  const modules: Record<string, { type: "esm" | "text"; contents: string }> = {
+  const modules: Record<string, { type: "esm"; contents: string }> = {
     "worker.js": { type: "esm", contents: readFileSync(join(dir, "worker.js"), "utf8") },
   };
   for (const name of readdirSync(dir)) {
     if (name === "worker.js" || name.endsWith(".map") || name === "README.md") continue;
-    // wrangler.toml's only rule: @scalar/api-reference's standalone build as text.
-    if (name.endsWith("-standalone.js")) modules[name] = { type: "text", contents: readFileSync(join(dir, name), "utf8") };
-    else throw new Error(`cloud-worker: the bundle has a module this helper does not know how to load: ${name} (add its type from wrangler.toml's rules)`);
+    throw new Error(`cloud-worker: the bundle has a module this helper does not know how to load: ${name} (add its type from wrangler.toml's rules)`);
   }
   return { mainModule: "worker.js", modulesRoot: dir, modules };
 }
@@ -313,7 +311,12 @@ export async function startCloudWorker(opts: CloudWorkerOptions = {}): Promise<C
             name: "workspace-service",
             ...compatibility(),
             manifest: bundleManifest(bundle.dir),
-            env: Object.fromEntries(Object.entries(bindings).map(([name, value]) => [name, { type: "text" as const, value }])),
+            env: {
+              ...Object.fromEntries(Object.entries(bindings).map(([name, value]) => [name, { type: "text" as const, value }])),
+              ASSETS: { type: "assets" as const },
+            },
+            // wrangler.toml's [assets]: the console, and the API reference's script the Worker reads through ASSETS.
+            assets: { directory: join(ROOT, "console"), hasUserWorker: true, runWorkerFirst: ["/api/*"] },
           },
         },
       ],
