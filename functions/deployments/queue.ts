@@ -25,6 +25,7 @@ import { type EnvironmentRow, findEnvironment } from "../projects/environments-s
 import { findProject, type ProjectRow } from "../projects/store";
 import { lockedStorageCheck, precheckStorage, quotasOf } from "./artifacts";
 import { insertPinnedDeployment } from "./config-snapshot";
+import { type PlacementFields, placementFor } from "./placement-store";
 import { type DeploymentRow, type NewDeployment, type PreviousUpload, projectServiceRows, type UploadSessionRow } from "./store";
 
 /** Compose environment values of a deployment, per service (what `services_ciphertext` holds). */
@@ -115,7 +116,15 @@ async function servicesFor(
  */
 export async function queueUpload(
   c: AppContext,
-  input: { orgId: string; userId: string | null; project: ProjectRow; env: EnvironmentRow; session?: UploadSessionRow; previous?: PreviousUpload },
+  input: {
+    orgId: string;
+    userId: string | null;
+    project: ProjectRow;
+    env: EnvironmentRow;
+    session?: UploadSessionRow;
+    previous?: PreviousUpload;
+    placed?: PlacementFields;
+  },
 ): Promise<DeploymentRow> {
   const uploads = c.get("uploads");
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
@@ -152,6 +161,7 @@ export async function queueUpload(
       uploadSessionId: input.session?.id ?? input.previous?.uploadSessionId ?? null,
       services: services?.specs ?? null,
       servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
+      ...input.placed,
     };
     return await insertQueued(c, orgId, project.id, fields, id);
   } catch (e) {
@@ -169,7 +179,7 @@ export async function queueUpload(
  */
 export async function queueLocal(
   c: AppContext,
-  input: { orgId: string; userId: string | null; project: ProjectRow & { localPath: string }; env: EnvironmentRow },
+  input: { orgId: string; userId: string | null; project: ProjectRow & { localPath: string }; env: EnvironmentRow; placed?: PlacementFields },
 ): Promise<DeploymentRow> {
   const folders = c.get("localFolders");
   if (!folders) throw new ApiError("conflict", "The project deploys from a local folder: deploy it on the self-hosted instance that holds the folder");
@@ -194,6 +204,7 @@ export async function queueLocal(
       artifactBytes: snapshot.sizeBytes,
       services: services?.specs ?? null,
       servicesCiphertext: values ? await c.get("keyring").encrypt(JSON.stringify(values), deploymentServicesContext(orgId, id)) : null,
+      ...input.placed,
     };
     return await insertQueued(c, orgId, project.id, fields, id);
   } catch (e) {
@@ -209,15 +220,18 @@ export async function queueLocal(
  * configuration pinned in the same transaction (config-snapshot.ts). The caller answers with the
  * row as queued, then wakes the runner (queuedView): woken first, a runner could
  * claim it before the answer is read, and the 201 would say `building`.
+ * Without placement fields (a deploy with no per-deploy choice) it is placed by
+ * the queuing user's Settings (placement-store.ts).
  */
 export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id = newId("dpl")): Promise<DeploymentRow> {
   const now = c.get("clock")();
   const quotas = quotasOf(c.get("config"));
+  const placed = fields.placement === undefined ? await placementFor(c, orgId, fields.createdBy ?? null) : {};
   const row = await c.get("db").transaction(async (tx) => {
     const locked = await findProject(tx, orgId, projectId, "key share");
     if (locked.disabledAt) throw disabledConflict();
     await lockedStorageCheck(tx, orgId, quotas, fields.artifactKey ? (fields.artifactBytes ?? 0) : undefined);
-    return insertPinnedDeployment(tx, c.get("keyring"), fields, now, id);
+    return insertPinnedDeployment(tx, c.get("keyring"), { ...fields, ...placed }, now, id);
   });
   return row;
 }

@@ -21,6 +21,10 @@ import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { DeploymentSchema, deploymentView } from "./schema";
+import { PLACEMENTS } from "../../shared/db/schema";
+import { Labels } from "../servers/schema";
+import type { PlacementChoice } from "./placement";
+import { currentWaiting, placementFor } from "./placement-store";
 import { disabledConflict, environmentFor, insertQueued, queueLocal, queueUpload } from "./queue";
 import { discardArtifact, STORAGE_CAPS_DESCRIPTION } from "./artifacts";
 import { cancelDeploymentFrom, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
@@ -40,8 +44,25 @@ const CreateBody = z
       .refine((v) => COMMIT.test(v), "must be a 40-character hex commit SHA")
       .optional()
       .openapi({ description: "Git: a 40-hex commit; it must be the head of a branch on the host (the given branch, else any)" }),
+    target: z.enum(PLACEMENTS).optional().openapi({
+      description:
+        "Where it builds and runs, winning over Settings: `local`: this self-hosted instance's runner (400 on the cloud, which has none); `server`: a build server. Omitted: `server` when `serverId` or `labels` is sent, else Settings decide (see the operation's description)",
+    }),
+    serverId: z.string().trim().min(1).max(64).optional().openapi({
+      description: "The build server (`srv_…`) it must run on (implies `server`); 400 when it is not one of the organization's servers",
+    }),
+    labels: Labels.optional().openapi({
+      description: "Without `serverId`: run on any online server of the organization carrying every one of these labels (implies `server`)",
+    }),
   })
   .openapi("DeploymentCreate");
+
+const PLACEMENT_DOC = [
+  "Placement (`placement`, `serverId`, `serverLabels` on the answer) is resolved now: the deploy's `target`/`serverId`/`labels` win (400 naming `target` for `local` on the cloud; `serverId` for a server that is not the organization's; `serverId` or `labels` with `target: local`; `labels` with `serverId`, which leaves nothing to match);",
+  "else the caller's Settings: `defaultDeployTarget` `local` or `server` (with `defaultServerId`), else `buildMode` (`local`; `server`; `auto`: local when this self-hosted instance runs its runner, else a server).",
+  "On the cloud every deployment goes to a server (a Settings `local` is ignored there). A server placement without a named server (per deploy or the Settings default) takes any online, non-draining server of the organization carrying every requested label.",
+  "When no server can take it, it stays `queued` with `waitingFor` saying why; reads recompute it.",
+].join(" ");
 
 const IdParam = z.object({ id: pathId("id", "The deployment id (`dpl_…`)") });
 const CONFLICT_409 = { description: "See the message: the deployment is not in a state that allows this" };
@@ -58,6 +79,7 @@ const create = defineRoute({
     "A local-folder project (self-hosted, POST /api/projects/import) snapshots its folder now: a gzipped tarball of its files honouring `.gitignore` (any depth) and the root `.dockerignore`, without `.git/`, symbolic links (never followed, wherever they point) or special files, stored as the deployment's own artifact (source `local`); 409 when the folder no longer exists, is no longer under an allowed root, has no files, or is over the upload limits; 409 on the cloud.",
     "400 naming `environment` when the project has no such environment, `branch` when the host has no such branch, `commit` when it is no branch head there; 404 for a project that is not the caller's; 409 when the project is disabled or has no source (no linked repository and no upload); 409 when the linked repository no longer answers; 502 when the host is unreachable.",
     STORAGE_CAPS_DESCRIPTION,
+    PLACEMENT_DOC,
     "Answers 201 with the `queued` deployment; the self-hosted runner builds it.",
   ].join(" "),
   permission: "project:write",
@@ -141,6 +163,19 @@ async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow
   };
 }
 
+/** The per-deploy placement choice, checked against itself and the runtime (the server's organization is checked by placementFor). */
+function placementChoice(c: AppContext, body: z.infer<typeof CreateBody>): PlacementChoice {
+  const { target, serverId, labels } = body;
+  if (target === "local" && c.get("config").mode === "cloud") {
+    throw badRequest("target", "The cloud has no local runner: every deployment goes to a build server (omit target, or send `server`)");
+  }
+  if (target === "local" && serverId !== undefined) throw badRequest("serverId", "serverId names a build server: send it with target `server` (or no target)");
+  if (target === "local" && labels !== undefined) throw badRequest("labels", "labels choose a build server: send them with target `server` (or no target)");
+  if (serverId !== undefined && labels !== undefined)
+    throw badRequest("labels", "labels choose among servers; with serverId there is nothing to choose: send one or the other");
+  return { target, serverId, labels };
+}
+
 /** A just-queued deployment's view (still `queued`), then the runner woken to claim it. */
 export async function queuedView(c: AppContext, orgId: string, id: string) {
   const view = await viewOf(c, orgId, id);
@@ -151,7 +186,8 @@ export async function queuedView(c: AppContext, orgId: string, id: string) {
 export async function viewOf(c: AppContext, orgId: string, id: string) {
   const { d, environment } = await findDeployment(c.get("db"), orgId, id);
   const transitions = await transitionsOf(c.get("db"), [d.id]);
-  return deploymentView(d, environment, transitions.get(d.id)!);
+  const waiting = await currentWaiting(c.get("db"), orgId, [d], c.get("clock")());
+  return deploymentView(d, environment, transitions.get(d.id)!, waiting.get(d.id)!);
 }
 
 export const deploymentRoutes = createRouter()
@@ -162,6 +198,8 @@ export const deploymentRoutes = createRouter()
     const project = await findProject(db, caller.orgId, body.projectId);
     if (project.disabledAt) throw disabledConflict();
     const env = await environmentFor(c, project, body.environment);
+    // Before any source is read or copied: a refused placement writes nothing.
+    const placed = await placementFor(c, caller.orgId, caller.userId, placementChoice(c, body));
     const git = await gitSource(c, project, env, body);
     let row: DeploymentRow;
     if (git) {
@@ -171,6 +209,7 @@ export const deploymentRoutes = createRouter()
         environmentId: env.id,
         createdBy: caller.userId,
         ...git,
+        ...placed,
       });
     } else {
       if (body.branch !== undefined || body.commit !== undefined) {
@@ -178,7 +217,7 @@ export const deploymentRoutes = createRouter()
       }
       const localPath = project.localPath;
       if (localPath !== null) {
-        row = await queueLocal(c, { orgId: caller.orgId, userId: caller.userId, project: { ...project, localPath }, env });
+        row = await queueLocal(c, { orgId: caller.orgId, userId: caller.userId, project: { ...project, localPath }, env, placed });
         return c.json(await queuedView(c, caller.orgId, row.id), 201);
       }
       const upload = await lastUpload(db, project.id, c.get("clock")());
@@ -188,7 +227,7 @@ export const deploymentRoutes = createRouter()
           "The project has no source to deploy: link a git repository (POST /api/projects/{id}/git/link) or upload a folder (wsp deploy)",
         );
       }
-      row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, ...upload });
+      row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, ...upload, placed });
     }
     return c.json(await queuedView(c, caller.orgId, row.id), 201);
   })

@@ -1,12 +1,13 @@
 /** The deployment's read form, shared by GET /api/deployments/:id and the project's deployment list. */
 import { z } from "@hono/zod-openapi";
-import { type ConfigSnapshot, DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from "../../shared/db/schema";
+import { type ConfigSnapshot, DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES, PLACEMENTS } from "../../shared/db/schema";
+import { WAITING_DOC, WAITING_REASONS, type WaitingFor, waitingMessage } from "./placement";
 import { OptionsSchema, optionsView } from "../projects/schema";
 import type { DeploymentRow, Transition } from "./store";
 
 export const DeploymentStatusSchema = z.enum(DEPLOYMENT_STATUSES).openapi({
   description:
-    "queued → building → deploying → ready, or failed / canceled. A runner moves it (the self-hosted adapter runs one; on the cloud a deployment waits in the queue for a runner attached to its database)",
+    "queued → building → deploying → ready, or failed / canceled. A runner moves it (the self-hosted adapter runs one; a deployment placed on a build server waits in the queue for that server's runner: see `placement` and `waitingFor`)",
 });
 
 const DeploymentServiceSchema = z
@@ -78,12 +79,26 @@ export const DeploymentSchema = z
       description: "Set when the runner removed its kept build (it keeps the newest 3 superseded ones per environment): it can no longer be promoted",
     }),
     transitions: z.array(TransitionSchema).openapi({ description: "Every status it went through, oldest first, with its time (`queued` first)" }),
+    placement: z.enum(PLACEMENTS).openapi({
+      description:
+        "Where it builds and runs, resolved when queued: `local`: the self-hosted instance's in-process runner; `server`: a build server (always on the cloud). Deployments queued before placement existed are `local`",
+    }),
+    serverId: z.string().nullable().openapi({
+      description:
+        "`server`: the one server it must run on (the deploy's `serverId`, else Settings' `defaultServerId`); null: any eligible server of the organization",
+    }),
+    serverLabels: z
+      .array(z.string())
+      .openapi({ description: "`server` without a required server: the labels an eligible server must all carry (the deploy's `labels`)" }),
+    waitingFor: z.enum(WAITING_REASONS).nullable().openapi({ description: WAITING_DOC }),
+    waitingMessage: z.string().nullable().openapi({ description: "`waitingFor` in a sentence, with what to do; null when it does not wait" }),
   })
   .openapi("Deployment");
 
 export type DeploymentView = z.infer<typeof DeploymentSchema>;
 
-export function deploymentView(d: DeploymentRow, environment: string, transitions: Transition[]): DeploymentView {
+/** `waiting`: the reason as of now (placement-store.ts currentWaiting); only a queued deployment waits. */
+export function deploymentView(d: DeploymentRow, environment: string, transitions: Transition[], waiting: WaitingFor | null): DeploymentView {
   return {
     id: d.id,
     projectId: d.projectId,
@@ -111,5 +126,10 @@ export function deploymentView(d: DeploymentRow, environment: string, transition
     crashedAt: d.crashedAt?.toISOString() ?? null,
     prunedAt: d.prunedAt?.toISOString() ?? null,
     transitions: transitions.map((t) => ({ status: t.status, at: t.at.toISOString() })),
+    placement: d.placement,
+    serverId: d.serverId,
+    serverLabels: d.serverLabels,
+    waitingFor: waiting,
+    waitingMessage: waitingMessage(waiting),
   };
 }

@@ -28,6 +28,7 @@ import { MAX_DELIVERY_BYTES, parsePayload, readRawBody } from "./payload";
 import { identifySender, PROVIDERS, readHostEvent, type RefChange, type Sender } from "./providers";
 import { staleReason } from "./branch-head";
 import { sha256 } from "./signature";
+import { placementFor } from "../deployments/placement-store";
 import { findDelivery, findHookTarget, hookSecret, OUTCOMES, recordDelivery, type DeliveryRecord, type HookTarget } from "./store";
 
 /** Longer ids name no hook: answered 404 without a query. */
@@ -190,7 +191,9 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
     const reason = await staleReason(c, hook.project, decided.branch!, decided.commit!);
     if (reason !== null) decided = { ...decided, outcome: "stale", reason };
   }
-  const { record, replay } = await recordDelivery(db, c.get("keyring"), hook, key, decided, c.get("clock")());
+  // A push has no user, so no Settings: it is placed by the defaults (placement.ts: `auto`).
+  const placed = decided.outcome === "deploy_queued" ? await placementFor(c, hook.orgId, null) : undefined;
+  const { record, replay } = await recordDelivery(db, c.get("keyring"), hook, key, decided, c.get("clock")(), placed);
   if (!replay) {
     c.get("logger").info("git push delivery", {
       requestId: c.get("requestId"),

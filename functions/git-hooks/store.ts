@@ -12,6 +12,7 @@ import { environments, gitPushEvents, gitPushHooks, PUSH_OUTCOMES, projects, typ
 import type { Db, Tx } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
 import { insertPinnedDeployment } from "../deployments/config-snapshot";
+import type { PlacementFields } from "../deployments/placement-store";
 import { hookSecretContext } from "../projects/git-store";
 import type { ProjectRow } from "../projects/store";
 import type { Provider } from "./providers";
@@ -92,7 +93,14 @@ const recordColumns = {
  * row is locked (key share) so a concurrent delete or disable is either seen here
  * or waits; a project that lost its repository or was disabled meanwhile queues nothing.
  */
-async function queuePushDeployment(tx: Tx, keyring: Keyring, hook: HookTarget, record: DeliveryRecord, now: Date): Promise<string | null> {
+async function queuePushDeployment(
+  tx: Tx,
+  keyring: Keyring,
+  hook: HookTarget,
+  record: DeliveryRecord,
+  now: Date,
+  placed: PlacementFields | undefined,
+): Promise<string | null> {
   const [project] = await tx
     .select({ provider: projects.gitProvider, owner: projects.gitOwner, repo: projects.gitRepo, disabledAt: projects.disabledAt })
     .from(projects)
@@ -117,6 +125,7 @@ async function queuePushDeployment(tx: Tx, keyring: Keyring, hook: HookTarget, r
       gitRepo: project.repo,
       branch: record.branch,
       commitSha: record.commit,
+      ...placed,
     },
     now,
     newId("dpl"),
@@ -159,6 +168,8 @@ export async function recordDelivery(
   key: DeliveryKey,
   record: DeliveryRecord,
   now: Date,
+  /** Where a queued deployment goes (a push has no user: the placement defaults); absent: the column default, `local`. */
+  placed?: PlacementFields,
 ): Promise<{ record: DeliveryRecord; replay: boolean }> {
   const byBody = byBodyOf(hook.projectId, key.bodyDigest);
   return db.transaction(async (tx) => {
@@ -176,7 +187,7 @@ export async function recordDelivery(
           .update(projects)
           .set({ lastPushCommit: record.commit, lastPushBranch: record.branch, lastPushAt: now })
           .where(and(eq(projects.id, hook.projectId), eq(projects.orgId, hook.orgId), or(isNull(projects.lastPushAt), lte(projects.lastPushAt, now))));
-        const deploymentId = await queuePushDeployment(tx, keyring, hook, record, now);
+        const deploymentId = await queuePushDeployment(tx, keyring, hook, record, now, placed);
         if (deploymentId) await tx.update(gitPushEvents).set({ deploymentId }).where(byBody);
         return { record: { ...inserted, deploymentId }, replay: false };
       }

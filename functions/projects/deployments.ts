@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { DEPLOYMENT_STATUSES } from "../../shared/db/schema";
 import { DeploymentSchema, deploymentView } from "../deployments/schema";
+import { currentWaiting } from "../deployments/placement-store";
 import { transitionsOf } from "../deployments/store";
 import { DEFAULT_LIMIT, MAX_LIMIT, pageOf, toPage, PageQuery } from "../../shared/http/pagination";
 import { defineRoute, jsonResponse } from "../../shared/http/route";
@@ -61,6 +62,18 @@ export const deploymentsRouter = createRouter()
       c.get("db"),
       page.items.map(({ d }) => d.id),
     );
-    return c.json({ items: page.items.map(({ d, environment }) => deploymentView(d, environment, transitions.get(d.id)!)), nextCursor: page.nextCursor }, 200);
+    const waiting = await currentWaiting(
+      c.get("db"),
+      orgId,
+      page.items.map(({ d }) => d),
+      c.get("clock")(),
+    );
+    return c.json(
+      {
+        items: page.items.map(({ d, environment }) => deploymentView(d, environment, transitions.get(d.id)!, waiting.get(d.id)!)),
+        nextCursor: page.nextCursor,
+      },
+      200,
+    );
   })
   .openapi(session, async (c) => c.json(await openDeploymentSession(c, c.req.valid("param").id), 201));

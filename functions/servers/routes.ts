@@ -34,7 +34,7 @@ const DELETE_DOC = [
   "Requires `org:admin`. Revokes the server's runner token at once (its next request is 401).",
   "A build it holds goes back to `queued` with no lease, recorded in its transitions, for another server to take.",
   "Each `ready` deployment it served (the current one, and older builds it kept for a rollback) becomes `failed` and no longer current, with a `failureReason` naming the deleted server: its app and build went with it (deployments have no `stopped` status); deploy again to run it elsewhere. The environment then has no current deployment until the next deploy or a promote.",
-  "A Settings `defaultServerId` naming it is left as it was and points nowhere: a deploy that would go to that default stays `queued` with a reason saying its default server no longer exists, until another server is chosen (per deploy or in Settings).",
+  "A Settings `defaultServerId` naming it is left as it was and points nowhere: a deploy that would go to that default stays `queued` with `waitingFor: server_deleted`, until another server is chosen (per deploy or in Settings).",
   "Each app that was running (a current deployment) is announced as a `service.crashed` notification. The answer lists the deployments requeued and stopped.",
 ].join(" ");
 

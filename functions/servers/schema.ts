@@ -23,10 +23,12 @@ const Label = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:=/-]{0,62}$/, "a label is 1-63 letters, digits and . _ : = / -, starting with a letter or digit")
   .openapi({ example: "region=eu" });
 
-const Labels = z
+export const Labels = z
   .array(Label)
   .max(MAX_LABELS)
-  .openapi({ description: `At most ${MAX_LABELS}; duplicates are kept once. Placement (a later step) matches deploys to servers by them` });
+  .openapi({
+    description: `At most ${MAX_LABELS}; duplicates are kept once. Placement: a deploy that names no server goes to an online server carrying every label it asks for (POST /api/deployments \`labels\`)`,
+  });
 
 function isHttpUrl(value: string): boolean {
   try {

@@ -64,7 +64,7 @@ const setDeployDefaults = defineRoute({
   path: "/settings/deploy-defaults",
   summary: "Set or clear the default deploy target and server",
   description:
-    "`server` requires `defaultServerId`, the id of a build server of the active organization (GET /api/servers; anything else is 400 naming `defaultServerId`); for `local`, `cloud` or null a sent server id is ignored and stored null (null clears it). An explicit per-deploy choice always wins over these defaults. A server deleted later leaves the setting pointing nowhere (it is not cleared): a deploy that would go to that default server stays `queued` with a reason saying the default server no longer exists, until another server is chosen per deploy or here.",
+    "`server` requires `defaultServerId`, the id of a build server of the active organization (GET /api/servers; anything else is 400 naming `defaultServerId`); for `local`, `cloud` or null a sent server id is ignored and stored null (null clears it). An explicit per-deploy choice always wins over these defaults. A server deleted later leaves the setting pointing nowhere (it is not cleared): a deploy that would go to that default server stays `queued` with `waitingFor: server_deleted`, until another server is chosen per deploy or here.",
   request: { body: jsonRequest(DeployDefaultsBody) },
 });
 

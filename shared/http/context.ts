@@ -31,6 +31,8 @@ export interface ServiceConfig {
   trustedProxies?: import("../net/cidr").Cidr[];
   /** ORG_ARTIFACT_QUOTA_MB and ORG_WORKDIR_QUOTA_MB: the per-organization storage caps POST /api/deployments enforces; absent: the defaults (shared/storage/quotas.ts). */
   storageQuotas?: StorageQuotas;
+  /** Self-hosted: this process runs the in-process runner (RUNNER=on and its sandbox works), so `auto` placement builds here. Absent: it does not (the Worker never does). */
+  localRunner?: boolean;
 }
 
 export interface EdgeRoutes {

@@ -162,6 +162,8 @@ export const domains = pgTable(
 );
 
 export const DEPLOYMENT_SOURCES = ["git", "upload", "local"] as const;
+/** Where a deployment builds and runs (functions/deployments/placement.ts): this instance's in-process runner, or a build server. */
+export const PLACEMENTS = ["local", "server"] as const;
 
 /**
  * One attempt to run one environment of one project from one pinned source
@@ -228,6 +230,17 @@ export const deployments = pgTable(
     createdAt: createdAt(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
     finishedAt: ts("finished_at"),
+    /**
+     * Placement, resolved when queued (functions/deployments/placement.ts). Rows queued before placement
+     * existed are `local`: the in-process runner that took every job before still takes them.
+     */
+    placement: text("placement", { enum: PLACEMENTS }).notNull().default("local"),
+    /** `server`: the one server it must run on (per deploy, else the Settings default); null: any eligible server. Not a foreign key: a deleted server still explains why the deployment waits. */
+    serverId: text("server_id"),
+    /** `server` without a required server: labels an eligible server must all carry. */
+    serverLabels: text("server_labels").array().notNull().default(sql`'{}'::text[]`),
+    /** Why it waits in the queue as last computed (when queued; reads recompute it): a WAITING_REASONS code, null when a runner can take it. */
+    waitingFor: text("waiting_for"),
   },
   (t) => [
     index("deployments_project_idx").on(t.projectId, t.id),
