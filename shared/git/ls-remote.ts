@@ -2,25 +2,23 @@
  * What a remote repository has: its default branch (the `HEAD` symref) and its
  * branches with their head commits, over git smart HTTP on any git server.
  *
- * isomorphic-git does the protocol (`listServerRefs`: `info/refs`, then
+ * ls-refs.ts does the protocol (`listServerRefs`: `info/refs`, then
  * protocol v2 `ls-refs` with `symrefs` and a `ref-prefix` where the server
- * offers v2, the v0 advertisement otherwise); it bundles into the Worker and
- * runs in workerd (test/worker/git-client.test.ts). Its HTTP goes through our
- * own plugin over the injected, guarded GitFetch, which adds what it lacks:
- * one timeout for the whole exchange, a cap on the bytes read (counted as they
- * stream, the read stops past the cap), no redirects, and errors in our own
- * words. `listServerRefs` takes one prefix, so the branches (`refs/heads/`)
- * and `HEAD` are two calls made in parallel: on a v2 server four requests in
- * two round trips, on a v0 server two identical GETs in one. Listing every ref
- * in one call instead would pull tags and GitHub's `refs/pull/*` (megabytes on
- * busy repositories).
+ * offers v2, the v0 advertisement otherwise); it runs in workerd too
+ * (test/worker/git-client.test.ts). Its HTTP goes through our own client over
+ * the injected, guarded GitFetch, which adds: one timeout for the whole
+ * exchange, a cap on the bytes read (counted as they stream, the read stops
+ * past the cap), no redirects, and errors in our own words. `listServerRefs`
+ * takes one prefix, so the branches (`refs/heads/`) and `HEAD` are two calls
+ * made in parallel: on a v2 server four requests in two round trips, on a v0
+ * server two identical GETs in one. Listing every ref in one call instead
+ * would pull tags and GitHub's `refs/pull/*` (megabytes on busy repositories).
  *
- * isomorphic-git's pkt-line reader swallows read errors (it ends the list and
- * sets `error` on the body it was given): the plugin records every read
- * failure itself, so a truncated or oversized answer is never taken for a
- * short list.
+ * The pkt-line reader ends the list at a failed read rather than throwing:
+ * the client records every read failure itself, so a truncated or oversized
+ * answer is never taken for a short list.
  */
-import { listServerRefs } from "isomorphic-git";
+import { type GitHttpClient, type GitHttpRequest, GitProtocolError, listServerRefs } from "./ls-refs";
 import { basicAuthorization, type GitCredentials } from "./credentials";
 import { type GitFetch, GitFetchRefused } from "./fetch";
 
@@ -84,14 +82,14 @@ class Aborted extends Error {}
 /** What the HTTP plugin saw, for the error the whole listing reports. */
 interface Exchange {
   bytes: number;
-  /** A failure while reading a body (isomorphic-git's reader would swallow it). */
+  /** A failure while reading a body (the pkt-line reader ends the list on it). */
   readFailure: unknown;
   /** The first non-200 status. */
   status: number | null;
   usedV2: boolean;
 }
 
-/** A response body as the async iterator isomorphic-git reads, counting bytes against the shared cap and stopping at the deadline. */
+/** A response body as the async iterator ls-refs.ts reads, counting bytes against the shared cap and stopping at the deadline. */
 function countedBody(body: ReadableStream<Uint8Array> | null, exchange: Exchange, maxBytes: number, signal: AbortSignal): AsyncIterableIterator<Uint8Array> {
   const reader = body?.getReader() ?? null;
   const onAbort = () => void reader?.cancel().catch(() => {});
@@ -129,14 +127,13 @@ function countedBody(body: ReadableStream<Uint8Array> | null, exchange: Exchange
   return iterator;
 }
 
-/** isomorphic-git's HTTP client interface over the guarded fetch. */
-function httpPlugin(doFetch: GitFetch, exchange: Exchange, maxBytes: number, signal: AbortSignal) {
+/** ls-refs.ts's HTTP client over the guarded fetch. */
+function httpClient(doFetch: GitFetch, exchange: Exchange, maxBytes: number, signal: AbortSignal): GitHttpClient {
   return {
-    async request(req: { url: string; method?: string; headers?: Record<string, string>; body?: AsyncIterable<Uint8Array> | Iterable<Uint8Array> }) {
+    async request(req: GitHttpRequest) {
       let body: Uint8Array<ArrayBuffer> | undefined;
       if (req.body) {
-        const parts: Uint8Array[] = [];
-        for await (const part of req.body as AsyncIterable<Uint8Array>) parts.push(part);
+        const parts = req.body;
         body = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
         let at = 0;
         for (const p of parts) {
@@ -149,7 +146,7 @@ function httpPlugin(doFetch: GitFetch, exchange: Exchange, maxBytes: number, sig
       const res = await doFetch(req.url, { method, headers: { ...req.headers, "user-agent": USER_AGENT }, body, signal });
       if (res.status !== 200) {
         exchange.status ??= res.status;
-        // The body of an error answer is not read: isomorphic-git would keep it in its error.
+        // The body of an error answer is not read: nothing of the host's words is kept.
         await res.body?.cancel().catch(() => {});
       }
       const headers: Record<string, string> = {};
@@ -157,8 +154,6 @@ function httpPlugin(doFetch: GitFetch, exchange: Exchange, maxBytes: number, sig
         headers[name] = value;
       });
       return {
-        url: req.url,
-        method,
         headers,
         body: countedBody(res.status === 200 ? res.body : null, exchange, maxBytes, signal),
         // An opaque redirect (status 0, from a Worker's manual redirect) is a redirect too.
@@ -213,7 +208,7 @@ export async function listRemote(repoUrl: string, options: ListRemoteOptions): P
   const done = new AbortController();
   const signal = AbortSignal.any([deadline, done.signal]);
   const exchange: Exchange = { bytes: 0, readFailure: null, status: null, usedV2: false };
-  const http = httpPlugin(options.fetch, exchange, maxBytes, signal);
+  const http = httpClient(options.fetch, exchange, maxBytes, signal);
   const headers: Record<string, string> = options.credentials ? { authorization: basicAuthorization(options.credentials) } : {};
   const url = repoUrl.replace(/\/+$/, "");
 
@@ -221,15 +216,15 @@ export async function listRemote(repoUrl: string, options: ListRemoteOptions): P
   let head: Awaited<ReturnType<typeof listServerRefs>>;
   try {
     [heads, head] = await Promise.all([
-      listServerRefs({ http, url, headers: { ...headers }, protocolVersion: 2, prefix: BRANCH_PREFIX, symrefs: true }),
-      listServerRefs({ http, url, headers: { ...headers }, protocolVersion: 2, prefix: "HEAD", symrefs: true }),
+      listServerRefs({ http, url, headers: { ...headers }, prefix: BRANCH_PREFIX, symrefs: true }),
+      listServerRefs({ http, url, headers: { ...headers }, prefix: "HEAD", symrefs: true }),
     ]);
   } catch (e) {
     const error = errorOf(e, exchange, { timeoutMs, maxBytes, withCredentials, deadline });
     done.abort();
     return error;
   }
-  // A read that failed mid-body ends isomorphic-git's list early without an error.
+  // A read that failed mid-body ends the list early without an error.
   if (exchange.readFailure || exchange.status !== null) return errorOf(exchange.readFailure, exchange, { timeoutMs, maxBytes, withCredentials, deadline });
 
   const branches: RemoteBranch[] = [];
@@ -258,9 +253,8 @@ function errorOf(
   }
   if (context.deadline.aborted) return fail("unreachable", `The git host did not answer within ${limitText(context.timeoutMs)}`, { timedOut: true });
   if (exchange.status !== null) return statusError(exchange.status, context.withCredentials);
-  const code = (error as { code?: unknown } | null)?.code;
-  // isomorphic-git's own errors: the answer was HTTP 200 but not git smart HTTP.
-  if (typeof code === "string" && /^(SmartHttpError|ParseError|EmptyServerResponseError|UnknownTransportError)$/.test(code)) {
+  // ls-refs.ts's errors: the answer was HTTP 200 but not git smart HTTP.
+  if (error instanceof GitProtocolError) {
     return fail("invalid_response", "The git host's answer is not git smart HTTP (is this a git repository URL?)");
   }
   if (exchange.readFailure) return fail("unreachable", "The connection to the git host failed while reading its answer");

@@ -1,5 +1,5 @@
 /**
- * The git client inside workerd: isomorphic-git bundled into the Worker, the
+ * The git client inside workerd: the smart-HTTP ref listing (shared/git/ls-refs.ts), the
  * Worker's guarded fetch, against the real git host the global setup started
  * (git http-backend on loopback, reached through OUTBOUND_ALLOW_PRIVATE).
  */
