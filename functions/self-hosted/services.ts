@@ -175,6 +175,8 @@ export async function createNodeServices(
       keyring,
       config: {
         mode: "self-hosted",
+        // Placement's `auto` builds here when this instance runs a runner (functions/deployments/placement.ts).
+        localRunner: runner !== undefined,
         sharedDomain: config.sharedDomain,
         publicUrl: config.publicUrl,
         apiHosts: config.apiHosts,

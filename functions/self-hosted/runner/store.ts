@@ -27,13 +27,22 @@ export const LEASE_MS = 30_000;
 
 const WORKING: DeploymentStatus[] = ["building", "deploying"];
 
-/** Claims the oldest claimable deployment for `runnerId` (now `building`), or undefined when none. */
+/**
+ * Claims the oldest claimable deployment for `runnerId` (now `building`), or undefined when none.
+ * Only deployments placed on this instance (`placement = 'local'`, functions/deployments/placement.ts):
+ * a build meant for a server is never taken here, not even when its runner's lease ran out.
+ */
 export async function claimNext(db: Db, runnerId: string, now: Date, leaseMs = LEASE_MS): Promise<DeploymentRow | undefined> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .select()
       .from(deployments)
-      .where(or(eq(deployments.status, "queued"), and(inArray(deployments.status, WORKING), lt(deployments.leaseExpiresAt, now))))
+      .where(
+        and(
+          eq(deployments.placement, "local"),
+          or(eq(deployments.status, "queued"), and(inArray(deployments.status, WORKING), lt(deployments.leaseExpiresAt, now))),
+        ),
+      )
       .orderBy(asc(deployments.createdAt), asc(deployments.id))
       .limit(1)
       .for("update", { skipLocked: true });

@@ -96,6 +96,23 @@ describe("runner queue (Postgres)", () => {
     expect(await renewLease(b.db, id!, "runner-alive", new Date())).toBe(true);
   });
 
+  it("takes only deployments placed on this instance: one queued for a server (or whose server's lease ran out) is left to the server", async () => {
+    const [forServer, expired, local] = await seedQueued(3);
+    await a.db
+      .update(deployments)
+      .set({ placement: "server" })
+      .where(inArray(deployments.id, [forServer!, expired!]));
+    // A server's build whose lease ran out is the server protocol's to take over, not this runner's.
+    await a.db
+      .update(deployments)
+      .set({ status: "building", claimedBy: "srv_gone", leaseExpiresAt: new Date(Date.now() - 1000) })
+      .where(eq(deployments.id, expired!));
+    expect((await claimNext(a.db, "runner-a", new Date()))?.id).toBe(local);
+    expect(await claimNext(b.db, "runner-b", new Date())).toBeUndefined();
+    const [row] = await a.db.select().from(deployments).where(eq(deployments.id, forServer!));
+    expect(row).toMatchObject({ status: "queued", claimedBy: null });
+  });
+
   it("a canceled job's renew says lost; a released job is queued again, unclaimed", async () => {
     const [x, y] = await seedQueued(2);
     const dx = await claimNext(a.db, "runner-a", new Date());
