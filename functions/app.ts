@@ -25,7 +25,7 @@ import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
 import { deploymentsApiRouter } from "./deployments";
 import { logsRouter } from "./logs";
-import { runnerProtocolRouter, serversRouter } from "./servers";
+import { runnerJobsRouter, runnerProtocolRouter, serversRouter } from "./servers";
 
 export interface AppDeps {
   /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
@@ -120,6 +120,7 @@ export function createApp(deps: AppDeps) {
     gitHooksRouter,
     serversRouter,
     runnerProtocolRouter,
+    runnerJobsRouter,
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);

@@ -15,10 +15,16 @@ const MINUTE = 60_000;
 export const SERVER_LIMITS = {
   registrationsPerOrg: { max: 30, windowMs: 60 * MINUTE },
   heartbeatsPerServer: { max: 60, windowMs: MINUTE },
+  /** A long poll answers at once when there is work: a few claims a second at most. */
+  claimsPerServer: { max: 240, windowMs: MINUTE },
+  /** Renewals, transitions, log batches, reads of a job and serving reports, all jobs of a server together. */
+  jobCallsPerServer: { max: 1200, windowMs: MINUTE },
 } as const satisfies Record<string, RateLimit>;
 
 const REGISTRATIONS_TEXT = `${describeLimit(SERVER_LIMITS.registrationsPerOrg)} per organization`;
 const HEARTBEATS_TEXT = `${describeLimit(SERVER_LIMITS.heartbeatsPerServer)} per server`;
+const CLAIMS_TEXT = `${describeLimit(SERVER_LIMITS.claimsPerServer)} per server`;
+const JOB_CALLS_TEXT = `${describeLimit(SERVER_LIMITS.jobCallsPerServer)} per server`;
 
 export const TOO_MANY_REGISTRATIONS = tooManyRequestsResponse(
   `Registrations are limited to ${REGISTRATIONS_TEXT}; \`Retry-After\` says when to try again`,
@@ -27,6 +33,15 @@ export const TOO_MANY_REGISTRATIONS = tooManyRequestsResponse(
 export const TOO_MANY_HEARTBEATS = tooManyRequestsResponse(
   `Heartbeats are limited to ${HEARTBEATS_TEXT}; \`Retry-After\` says when to send the next`,
   "Seconds until a heartbeat is accepted again",
+);
+
+export const TOO_MANY_CLAIMS = tooManyRequestsResponse(
+  `Claims are limited to ${CLAIMS_TEXT}; \`Retry-After\` says when to claim again`,
+  "Seconds until a claim is accepted again",
+);
+export const TOO_MANY_JOB_CALLS = tooManyRequestsResponse(
+  `Job calls (renewals, transitions, log batches, reads, serving reports) are limited to ${JOB_CALLS_TEXT}; \`Retry-After\` says when to try again`,
+  "Seconds until a job call is accepted again",
 );
 
 async function take(db: Db, key: string, limit: RateLimit, now: Date, what: string): Promise<void> {
@@ -41,3 +56,9 @@ export const takeRegistration = (db: Db, orgId: string, now: Date) =>
 
 export const takeHeartbeat = (db: Db, serverId: string, now: Date) =>
   take(db, `runner:heartbeat:${serverId}`, SERVER_LIMITS.heartbeatsPerServer, now, `heartbeats: the limit is ${HEARTBEATS_TEXT}`);
+
+export const takeClaim = (db: Db, serverId: string, now: Date) =>
+  take(db, `runner:claim:${serverId}`, SERVER_LIMITS.claimsPerServer, now, `claims: the limit is ${CLAIMS_TEXT}`);
+
+export const takeJobCall = (db: Db, serverId: string, now: Date) =>
+  take(db, `runner:job:${serverId}`, SERVER_LIMITS.jobCallsPerServer, now, `job calls: the limit is ${JOB_CALLS_TEXT}`);

@@ -1,8 +1,8 @@
 /**
  * The runner protocol: what a build server's runner (`wsp runner`) calls with
  * its runner token, and nothing else does (permission `runner`: a user's token
- * or session is 403 here, and a runner token is 403 everywhere else). For now
- * the heartbeat only; claim, leases, logs and source follow in later steps.
+ * or session is 403 here, and a runner token is 403 everywhere else): the
+ * heartbeat here, the claim and the job routes in ./runner-jobs.ts (mounted beside it).
  */
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
@@ -10,16 +10,9 @@ import { TOO_MANY_HEARTBEATS, takeHeartbeat } from "./limits";
 import { HeartbeatAnswerSchema, HeartbeatBody, statusOf } from "./schema";
 import { recordHeartbeat } from "./store";
 import { ApiError } from "../../shared/http/errors";
-import type { AppContext } from "../../shared/http/context";
+import { runnerOf } from "./runner-jobs";
 
 const TAGS = ["Runner protocol"];
-
-/** The calling server (the guard set it on every `runner` route). */
-function runnerOf(c: AppContext) {
-  const runner = c.get("runner");
-  if (!runner) throw new Error("runnerOf used on a route without the runner permission");
-  return runner;
-}
 
 const heartbeat = defineRoute({
   method: "post",

@@ -14,23 +14,20 @@ import { discardArtifact, recordWorkDirBytes } from "../../deployments/artifacts
 import { type DeploymentRow, markReady, promoteDeployment } from "../../deployments/store";
 import type { LogWriter } from "../../logs/writer";
 import { emitNotificationEvent } from "../../notifications/fanout";
-import { cloneTokenFor } from "../../projects/git-store";
 import { autoRollbackOf } from "../../projects/environments-store";
-import type { JobContext, RunnerControl, RunnerDeployment, RunnerProject } from "./control";
+import type { RunnerControl } from "./control";
+import { cloneCredentialOf, jobContext, runnerDeployment } from "./job-context";
 import { sandboxUidOf } from "./sandbox/uids";
 import {
   advance,
   claimNext,
   clearServing,
   currentOf,
-  decryptServiceValues,
   deploymentStatuses,
   deploymentsToServe,
   environmentOf,
   forgetPorts,
   idleDeployments,
-  jobRows,
-  jobVariables,
   markPruned,
   recordDown,
   releaseJob,
@@ -58,27 +55,6 @@ export interface DbControlDeps {
   clock?: () => Date;
 }
 
-/** The fields of a deployment row the runner uses (nothing else of the row crosses). */
-export function runnerDeployment(d: DeploymentRow): RunnerDeployment {
-  return {
-    id: d.id,
-    orgId: d.orgId,
-    projectId: d.projectId,
-    environmentId: d.environmentId,
-    status: d.status,
-    current: d.current,
-    source: d.source,
-    artifactKey: d.artifactKey,
-    gitProvider: d.gitProvider,
-    gitOwner: d.gitOwner,
-    gitRepo: d.gitRepo,
-    commitSha: d.commitSha,
-    branch: d.branch,
-    services: d.services,
-    createdBy: d.createdBy,
-  };
-}
-
 const mapped = (d: DeploymentRow | undefined) => (d ? runnerDeployment(d) : undefined);
 
 export function createDbControl(deps: DbControlDeps): RunnerControl {
@@ -91,37 +67,8 @@ export function createDbControl(deps: DbControlDeps): RunnerControl {
     markReady: async (id) => runnerDeployment(await markReady(db, id, now())),
     release: (id) => releaseJob(db, id, runnerId, now()),
 
-    async job(id) {
-      const rows = await jobRows(db, id);
-      if (!rows) return undefined;
-      const { env, secrets } = await jobVariables(db, keyring, rows.d);
-      const p = rows.project;
-      const project: RunnerProject = {
-        id: p.id,
-        orgId: p.orgId,
-        name: p.name,
-        options: p.options,
-        diskGb: p.diskGb,
-        buildMemoryMb: p.buildMemoryMb,
-        buildCpuCores: p.buildCpuCores,
-        productionMemoryMb: p.productionMemoryMb,
-        productionCpuCores: p.productionCpuCores,
-      };
-      const job: JobContext = {
-        d: runnerDeployment(rows.d),
-        project,
-        environment: rows.environment,
-        env,
-        secrets,
-        serviceValues: await decryptServiceValues(keyring, rows.d),
-      };
-      return job;
-    },
-    async cloneCredential(id) {
-      const rows = await jobRows(db, id);
-      // The project's clone token applies to every deployment; a user's default token only to deployments that user queued.
-      return rows ? cloneTokenFor(db, keyring, rows.project, rows.d.createdBy) : null;
-    },
+    job: (id) => jobContext(db, keyring, id),
+    cloneCredential: (id) => cloneCredentialOf(db, keyring, id),
     async openSource(_id, artifactKey) {
       if (!deps.uploads) return { missing: "no-store" };
       const opened = await deps.uploads.open(artifactKey);

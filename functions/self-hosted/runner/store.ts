@@ -13,7 +13,7 @@
  *   no claim, so the next start, or another runner, builds it again at once.
  * - serving: where a ready app listens (served_by = runner id, port), crashed_at.
  */
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, ne, or } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, ne, or, type SQL } from "drizzle-orm";
 import type { Keyring } from "../../../shared/crypto/keyring";
 import { deployments, environments, projects } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
@@ -25,7 +25,7 @@ import type { ProjectRow } from "../../projects/store";
 /** How long a claim holds without renewal; the runner renews every LEASE_MS / 3. */
 export const LEASE_MS = 30_000;
 
-const WORKING: DeploymentStatus[] = ["building", "deploying"];
+export const WORKING: DeploymentStatus[] = ["building", "deploying"];
 
 /**
  * Claims the oldest claimable deployment for `runnerId` (now `building`), or undefined when none.
@@ -33,16 +33,21 @@ const WORKING: DeploymentStatus[] = ["building", "deploying"];
  * a build meant for a server is never taken here, not even when its runner's lease ran out.
  */
 export async function claimNext(db: Db, runnerId: string, now: Date, leaseMs = LEASE_MS): Promise<DeploymentRow | undefined> {
+  return claimWhere(db, runnerId, eq(deployments.placement, "local"), now, leaseMs);
+}
+
+/**
+ * Claims the oldest deployment matching `placed` that is queued, or working under a lease that
+ * ran out (its runner died: taken over), for `runnerId`: the one claim both the in-process runner
+ * (claimNext) and a build server over the runner protocol (functions/servers/runner-jobs.ts) use.
+ * SKIP LOCKED: two runners claiming at once never get the same row.
+ */
+export async function claimWhere(db: Db, runnerId: string, placed: SQL, now: Date, leaseMs = LEASE_MS): Promise<DeploymentRow | undefined> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .select()
       .from(deployments)
-      .where(
-        and(
-          eq(deployments.placement, "local"),
-          or(eq(deployments.status, "queued"), and(inArray(deployments.status, WORKING), lt(deployments.leaseExpiresAt, now))),
-        ),
-      )
+      .where(and(placed, or(eq(deployments.status, "queued"), and(inArray(deployments.status, WORKING), lt(deployments.leaseExpiresAt, now)))))
       .orderBy(asc(deployments.createdAt), asc(deployments.id))
       .limit(1)
       .for("update", { skipLocked: true });

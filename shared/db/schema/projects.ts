@@ -241,6 +241,8 @@ export const deployments = pgTable(
     serverLabels: text("server_labels").array().notNull().default(sql`'{}'::text[]`),
     /** Why it waits in the queue as last computed (when queued; reads recompute it): a WAITING_REASONS code, null when a runner can take it. */
     waitingFor: text("waiting_for"),
+    /** The highest log sequence a build server's runner sent for it (runner protocol): a retried batch stores only lines above it, once. */
+    runnerLogSeq: bigint("runner_log_seq", { mode: "number" }).notNull().default(0),
   },
   (t) => [
     index("deployments_project_idx").on(t.projectId, t.id),

@@ -1,0 +1,266 @@
+/**
+ * The runner protocol's claim and job routes (issue 22, item 3), as a build
+ * server's runner calls them with its runner token: placement honoured by the
+ * claim, one job per claim even when servers race, leases taken over after they
+ * run out, transitions, idempotent log batches read back through the log routes,
+ * the job's decrypted environment and clone credential for the lease holder only,
+ * serving reports, and who is refused (user tokens 403, other organizations 404).
+ */
+import { eq } from "drizzle-orm";
+import { describe, expect, inject, it } from "vitest";
+import { DeploymentSchema } from "../../../functions/deployments/schema";
+import { CloneTokenState } from "../../../functions/projects/clone-token";
+import { GitSourceSchema } from "../../../functions/projects/schema";
+import { MAX_LOG_BATCH_LINES } from "../../../functions/servers/runner-jobs-schema";
+import { CreatedServerSchema, ServerSchema } from "../../../functions/servers/schema";
+import { LogPageSchema } from "../../../functions/logs/schema";
+import { deployments } from "../../../shared/db/schema";
+import { deploymentHelpers } from "../../support/deployments";
+import { gitServerControl } from "../../support/git-control";
+import { expectBody, expectProblem, expectStatus, type Member, seedTenant } from "../../support/harness";
+import { projectHelpers } from "../../support/projects";
+import { currentRuntime, runtimeHasRealConcurrency, useRuntimeHarness } from "../../support/runtime";
+
+const h = useRuntimeHarness();
+const { create, call } = projectHelpers(h);
+const { queue, read } = deploymentHelpers(h);
+const control = gitServerControl(inject("gitServerUrl"));
+
+async function gitProject(t: Member) {
+  const p = await create(t);
+  const repo = await control.createRepo();
+  await expectBody(
+    await call(t, `/${p.id}/git/link`, { method: "POST", json: { provider: "gitea", owner: repo.owner, repo: repo.repo } }),
+    200,
+    GitSourceSchema,
+  );
+  return p;
+}
+
+const register = async (t: Member, json: Record<string, unknown> = {}) =>
+  expectBody(await h.request("/api/servers", { method: "POST", token: t.token, org: t.orgId, json: { name: "build", ...json } }), 201, CreatedServerSchema);
+const queued = async (t: Member, json: Record<string, unknown>) => expectBody(await queue(t, json), 201, DeploymentSchema);
+const claim = (token: string, wait = 0) => h.request(`/api/runner/claim?wait=${wait}`, { method: "POST", token });
+/** The claimed job's id, or null for 204. */
+async function claimed(token: string, wait = 0): Promise<string | null> {
+  const res = await claim(token, wait);
+  if (res.status === 204) return null;
+  const body = await expectStatus(res, 200);
+  expect(body.status).toBe("building");
+  return body.id as string;
+}
+const job = (token: string, id: string, suffix: string, init: { method?: string; json?: unknown } = {}) =>
+  h.request(`/api/runner/jobs/${id}${suffix}`, { method: init.method ?? "POST", token, json: init.json });
+const get = (token: string, id: string, suffix = "") => h.request(`/api/runner/jobs/${id}${suffix}`, { token });
+const row = async (id: string) => (await h.db.select().from(deployments).where(eq(deployments.id, id)))[0]!;
+const expire = (id: string) =>
+  h.db
+    .update(deployments)
+    .set({ leaseExpiresAt: new Date(Date.now() - 1000) })
+    .where(eq(deployments.id, id));
+const line = (seq: number, message: string) => ({ seq, kind: "build", stream: "stdout", at: new Date().toISOString(), message });
+
+describe("runner protocol: claim", () => {
+  it("claims a job placed on this server or on matching labels; nothing for another organization, unmatched labels, or a draining server", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    const p = await gitProject(t);
+    const gpu = await register(t, { labels: ["gpu", "eu"] });
+    const plain = await register(t);
+    const foreign = await register(other, { labels: ["gpu", "eu"] });
+
+    const onPlain = await queued(t, { projectId: p.id, serverId: plain.id });
+    expect(await claimed(gpu.token)).toBeNull();
+    expect(await claimed(foreign.token)).toBeNull();
+    const byLabel = await queued(t, { projectId: p.id, target: "server", labels: ["gpu"] });
+    expect(await claimed(plain.token)).toBe(onPlain.id);
+    // The labelled one needs gpu: not for the plain server, nor for another organization's gpu server.
+    expect(await claimed(plain.token)).toBeNull();
+    expect(await claimed(foreign.token)).toBeNull();
+    expect(await claimed(gpu.token)).toBe(byLabel.id);
+    expect(await row(byLabel.id)).toMatchObject({ status: "building", claimedBy: gpu.id });
+    expect(await row(onPlain.id)).toMatchObject({ status: "building", claimedBy: plain.id });
+    // A claim counts as a heartbeat.
+    const seen = await expectBody(await h.request(`/api/servers/${gpu.id}`, { token: t.token, org: t.orgId }), 200, ServerSchema);
+    expect(seen.lastSeenAt).not.toBeNull();
+
+    await expectStatus(await h.request(`/api/servers/${gpu.id}`, { method: "PATCH", token: t.token, org: t.orgId, json: { draining: true } }), 200);
+    const onDrained = await queued(t, { projectId: p.id, serverId: gpu.id });
+    expect(await claimed(gpu.token)).toBeNull();
+    expect(await row(onDrained.id)).toMatchObject({ status: "queued", claimedBy: null });
+  });
+
+  it("a waiting claim gets a job queued while it waits; wait is capped (400 naming wait)", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const started = Date.now();
+    const waiting = claimed(s.token, 5);
+    await new Promise((r) => setTimeout(r, 400));
+    const d = await queued(t, { projectId: p.id, serverId: s.id });
+    expect(await waiting).toBe(d.id);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const problem = await expectProblem(await claim(s.token, 26), 400);
+    expect(problem.field).toBe("wait");
+  });
+
+  it.runIf(runtimeHasRealConcurrency(currentRuntime()))("two servers claiming at once never take the same job", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const a = await register(t);
+    const b = await register(t);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await queued(t, { projectId: p.id, target: "server" })).id);
+    const got = await Promise.all(Array.from({ length: 8 }, (_, i) => claimed(i % 2 ? a.token : b.token)));
+    const jobs = got.filter((x): x is string => x !== null);
+    expect(jobs.sort()).toEqual([...ids].sort());
+    for (const id of ids) expect([a.id, b.id]).toContain((await row(id)).claimedBy);
+  });
+
+  it("a job whose lease ran out is taken over; the first server's writes then answer 409", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const a = await register(t);
+    const b = await register(t);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+    expect(await claimed(a.token)).toBe(d.id);
+    expect(await claimed(b.token)).toBeNull();
+    await expire(d.id);
+    expect(await claimed(b.token)).toBe(d.id);
+    expect(await row(d.id)).toMatchObject({ status: "building", claimedBy: b.id });
+    await expectProblem(await job(a.token, d.id, "/renew"), 409);
+    await expectProblem(await job(a.token, d.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 409);
+    await expectStatus(await job(b.token, d.id, "/renew"), 200);
+    const reread = await expectBody(await read(t, d.id), 200, DeploymentSchema);
+    expect(reread.transitions.map((x) => x.status)).toEqual(["queued", "building", "queued", "building"]);
+  });
+});
+
+describe("runner protocol: a job's life", () => {
+  it("renew, advance, serving, ready (repeat answers the same), release; 409 once it is not the server's", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+    expect(await claimed(s.token)).toBe(d.id);
+    const lease = await expectStatus(await job(s.token, d.id, "/renew"), 200);
+    expect(Date.parse(lease.leaseExpiresAt)).toBeGreaterThan(Date.now());
+    const moved = await expectStatus(await job(s.token, d.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 200);
+    expect(moved.status).toBe("deploying");
+    // The same move again (a retry after a lost answer): not in `from` any more.
+    await expectProblem(await job(s.token, d.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 409);
+    const bad = await expectProblem(await job(s.token, d.id, "/advance", { json: { from: ["building"], to: "ready" } }), 400);
+    expect(bad.field).toBe("to");
+    await expectStatus(await h.request(`/api/runner/jobs/${d.id}/serving`, { method: "PUT", token: s.token, json: { port: 40123 } }), 204);
+    const ready = await expectStatus(await job(s.token, d.id, "/ready"), 200);
+    expect(ready).toMatchObject({ status: "ready", current: true });
+    expect(await expectStatus(await job(s.token, d.id, "/ready"), 200)).toMatchObject({ status: "ready", current: true });
+    expect(await row(d.id)).toMatchObject({ servedBy: s.id, port: 40123 });
+    // Finished: the lease is over, serving reports still hold.
+    await expectProblem(await job(s.token, d.id, "/renew"), 409);
+    await expectStatus(await job(s.token, d.id, "/down"), 204);
+    expect((await row(d.id)).port).toBeNull();
+    await expectStatus(await h.request(`/api/runner/jobs/${d.id}/serving`, { method: "PUT", token: s.token, json: { port: 40124 } }), 204);
+    expect((await row(d.id)).port).toBe(40124);
+
+    const next = await queued(t, { projectId: p.id, target: "server" });
+    expect(await claimed(s.token)).toBe(next.id);
+    await expectStatus(await job(s.token, next.id, "/release"), 204);
+    expect(await row(next.id)).toMatchObject({ status: "queued", claimedBy: null, leaseExpiresAt: null });
+    await expectProblem(await job(s.token, next.id, "/release"), 409);
+    expect(await claimed(s.token)).toBe(next.id);
+    const failed = await expectStatus(
+      await job(s.token, next.id, "/advance", { json: { from: ["building", "deploying"], to: "failed", failureReason: "npm run build exited with 1" } }),
+      200,
+    );
+    expect(failed.status).toBe("failed");
+    expect(await expectBody(await read(t, next.id), 200, DeploymentSchema)).toMatchObject({ status: "failed", failureReason: "npm run build exited with 1" });
+  });
+
+  it("a retried log batch is stored once, in order, and read through the deployment's log route; batches are bounded", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+    expect(await claimed(s.token)).toBe(d.id);
+    const batch = { lines: [line(1, "install"), line(2, "build"), line(3, "compiled")] };
+    expect(await expectStatus(await job(s.token, d.id, "/logs", { json: batch }), 200)).toEqual({ stored: 3, lastSeq: 3 });
+    expect(await expectStatus(await job(s.token, d.id, "/logs", { json: batch }), 200)).toEqual({ stored: 0, lastSeq: 3 });
+    const overlapping = { lines: [line(3, "compiled"), line(5, "started"), line(4, "bundled")] };
+    expect(await expectStatus(await job(s.token, d.id, "/logs", { json: overlapping }), 200)).toEqual({ stored: 2, lastSeq: 5 });
+    const page = await expectBody(await h.request(`/api/deployments/${d.id}/logs`, { token: t.token, org: t.orgId }), 200, LogPageSchema);
+    expect(page.items.map((l) => l.message)).toEqual(["install", "build", "compiled", "bundled", "started"]);
+
+    const tooMany = { lines: Array.from({ length: MAX_LOG_BATCH_LINES + 1 }, (_, i) => line(100 + i, "x")) };
+    expect((await expectProblem(await job(s.token, d.id, "/logs", { json: tooMany }), 400)).field).toBe("lines");
+    const tooBig = { lines: Array.from({ length: 80 }, (_, i) => line(2000 + i, "y".repeat(16 * 1024))) };
+    await expectProblem(await job(s.token, d.id, "/logs", { json: tooBig }), 413);
+    const badSeq = { lines: [{ ...line(0, "zero"), seq: 0 }] };
+    expect((await expectProblem(await job(s.token, d.id, "/logs", { json: badSeq }), 400)).field).toMatch(/^lines/);
+    const again = await expectBody(await h.request(`/api/deployments/${d.id}/logs`, { token: t.token, org: t.orgId }), 200, LogPageSchema);
+    expect(again.items).toHaveLength(5);
+  });
+
+  it("the job's secret environment and clone credential reach only the lease holder, and never the logs", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const holder = await register(t);
+    const bystander = await register(t);
+    const canary = `canary-secret-${Date.now()}`;
+    const cloneCanary = `ghp_canary${Date.now()}`;
+    await expectStatus(await call(t, `/${p.id}/env`, { method: "PATCH", json: { upserts: [{ key: "API_KEY", value: canary, isSecret: true }] } }), 200);
+    await expectBody(await call(t, `/${p.id}/clone-token`, { method: "PATCH", json: { token: cloneCanary } }), 200, CloneTokenState);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+    expect(await claimed(holder.token)).toBe(d.id);
+
+    const ctx = await expectStatus(await get(holder.token, d.id), 200);
+    expect(ctx.env.API_KEY).toBe(canary);
+    expect(ctx.secrets).toContain(canary);
+    expect(ctx).toMatchObject({ d: { id: d.id, projectId: p.id }, project: { id: p.id }, environment: { name: "production" } });
+    expect((await expectStatus(await get(holder.token, d.id, "/clone-credential"), 200)).token).toBe(cloneCanary);
+
+    const refused = [await get(bystander.token, d.id), await get(bystander.token, d.id, "/clone-credential")];
+    for (const res of refused) {
+      const text = await res.text();
+      expect(res.status).toBe(409);
+      expect(text).not.toContain(canary);
+      expect(text).not.toContain(cloneCanary);
+    }
+    // The lease ends (handed back): the clone credential is refused.
+    await expectStatus(await job(holder.token, d.id, "/release"), 204);
+    await expectProblem(await get(holder.token, d.id, "/clone-credential"), 409);
+    await expectProblem(await get(holder.token, d.id), 409);
+    const logs = h.logs.join("\n");
+    expect(logs).not.toContain(canary);
+    expect(logs).not.toContain(cloneCanary);
+  });
+});
+
+describe("runner protocol: who is refused", () => {
+  it("a user's token is 403 on the protocol; a runner token on another organization's job is 404 like an unknown one, and changes nothing", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const foreign = await register(other);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+
+    await expectProblem(await h.request("/api/runner/claim?wait=0", { method: "POST", token: t.token, org: t.orgId }), 403);
+    await expectProblem(await h.request(`/api/runner/jobs/${d.id}`, { token: t.token, org: t.orgId }), 403);
+    expect(await row(d.id)).toMatchObject({ status: "queued", claimedBy: null });
+
+    expect(await claimed(s.token)).toBe(d.id);
+    const calls: Array<[string, Response]> = [
+      ["context", await get(foreign.token, d.id)],
+      ["clone-credential", await get(foreign.token, d.id, "/clone-credential")],
+      ["renew", await job(foreign.token, d.id, "/renew")],
+      ["advance", await job(foreign.token, d.id, "/advance", { json: { from: ["building"], to: "failed" } })],
+      ["logs", await job(foreign.token, d.id, "/logs", { json: { lines: [line(1, "foreign")] } })],
+      ["release", await job(foreign.token, d.id, "/release")],
+      ["crashed", await job(foreign.token, d.id, "/crashed")],
+      ["unknown", await job(foreign.token, "dpl_doesnotexist", "/renew")],
+    ];
+    for (const [what, res] of calls) expect(res.status, what).toBe(404);
+    expect(await row(d.id)).toMatchObject({ status: "building", claimedBy: s.id, runnerLogSeq: 0 });
+  });
+});
