@@ -26,6 +26,8 @@ import { settingsRouter } from "./settings";
 import { deploymentsApiRouter } from "./deployments";
 import { logsRouter } from "./logs";
 import { runnerJobsRouter, runnerProtocolRouter, serversRouter } from "./servers";
+import { healthRouter, PROBE_PATHS } from "./operations/health";
+import type { LoopProbe } from "./operations/readiness";
 
 export interface AppDeps {
   /** Per-request services: shared ones on Node, built from bindings per request on the Worker. */
@@ -34,6 +36,8 @@ export interface AppDeps {
   logger?: Logger;
   /** Extra routers mounted under /api (the self-hosted-only routes). */
   extraRouters?: Array<OpenAPIHono<AppEnv>>;
+  /** The process's background loops GET /readyz checks (self-hosted: the runner's poll, the edge's route feed). */
+  loops?: LoopProbe[];
 }
 
 const PROBLEM_TYPE = "application/problem+json";
@@ -85,14 +89,17 @@ export function createApp(deps: AppDeps) {
       await next();
     } finally {
       if (services.release) await services.release();
+      // A load balancer polls the probes every second: only their failures are worth a line.
+      const quietProbe = PROBE_PATHS.has(c.req.path) && c.res.status < 500;
       // Path only: query strings may carry tokens. No headers, no bodies.
-      logger.info("request", {
-        requestId: c.get("requestId"),
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round(performance.now() - started),
-      });
+      if (!quietProbe)
+        logger.info("request", {
+          requestId: c.get("requestId"),
+          method: c.req.method,
+          path: c.req.path,
+          status: c.res.status,
+          ms: Math.round(performance.now() - started),
+        });
     }
   });
 
@@ -124,6 +131,8 @@ export function createApp(deps: AppDeps) {
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);
+  // At the root, where load balancers look for them (functions/operations/health.ts).
+  app.route("/", healthRouter({ loops: deps.loops }));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -4,6 +4,7 @@
  * creates the first owner, organization and token, printed once. The Node
  * adapter does both by itself at start.
  */
+import { migrationsLine } from "../shared/db/migration-level";
 import { openPostgres } from "../shared/db/postgres";
 import { bootstrapOwner } from "./identity/store";
 
@@ -17,9 +18,13 @@ if (ownerToken !== undefined && ownerToken.length < 32) {
   console.error("WORKSPACE_OWNER_TOKEN must be at least 32 characters");
   process.exit(1);
 }
-const database = await openPostgres(url, { max: 1 });
+// A database migrated by a newer version is refused with a message naming both levels.
+const database = await openPostgres(url, { max: 1 }).catch((e: Error) => {
+  console.error(e.message);
+  process.exit(1);
+});
 try {
-  console.log("migrations applied");
+  console.log(migrationsLine(database.migrated));
   const boot = await bootstrapOwner(database.db, { token: ownerToken });
   if (boot) {
     console.log(`created the owner user and organization ${boot.orgId}`);

@@ -42,6 +42,7 @@ import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./r
 import { createSupervisor } from "./runner/supervisor";
 import { apiHostnames } from "./api-hosts";
 import { relayRouter } from "./uploads/relay";
+import type { LoopProbe } from "../operations/readiness";
 import { startUploadSweeper } from "./uploads/sweeper";
 
 /** What a test may put in place of a service (loopback "internet" receivers, a test SMTP server, presigned storage). */
@@ -65,6 +66,8 @@ export interface NodeServices {
   edge: Edge;
   /** The deployment runner (RUNNER=on), started by start(). */
   runner?: Runner;
+  /** What GET /readyz checks besides the database: the edge's route-table feed, and the runner's loop when it runs. */
+  loops: LoopProbe[];
   /** Starts the background work: the delivery engine polling the outbox, the upload and log sweepers, and the runner (restoring current apps). */
   start(): void;
   /** Stops what start() started (the runner first: builds in flight go back to the queue, apps stop; sends in flight finish and are recorded), the mailer and the token-cache feed; the database stays open. */
@@ -204,6 +207,12 @@ export async function createNodeServices(
     engine,
     edge,
     runner,
+    loops: [
+      // Fed by notifications; when the feed is down it reloads every second: 30 s without a reload is a table gone stale.
+      { name: "edge", lastTickAt: () => routeTable.lastTickAt(), stalledAfterMs: 30_000 },
+      // The poll runs every 2 s; a claim or reconcile stuck for 30 s is a runner that builds and restores nothing.
+      ...(runner ? [{ name: "runner", lastTickAt: () => runner.lastTickAt(), stalledAfterMs: 30_000 }] : []),
+    ],
     start() {
       engine.start();
       sweeper ??= startUploadSweeper({ db: database.db, uploads, logger });

@@ -19,6 +19,7 @@ import { apiHostsWarning } from "./api-hosts";
 import { raiseFdLimit } from "./fd-limit";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
+import { migrationsLine } from "../../shared/db/migration-level";
 
 export interface RunningServer {
   url: string;
@@ -48,6 +49,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     if (!config.databaseUrl) ensurePrivateDir(pgliteDir);
     const database = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite({ dataDir: pgliteDir });
     if (!config.databaseUrl) makeTreePrivate(pgliteDir);
+    print(migrationsLine(database.migrated));
     const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
 
     // The generated token is saved before the owner is committed: a start that cannot save it creates nothing.
@@ -70,7 +72,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
-    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters, loops: node.loops });
     // The web console at `/` (the Worker serves the same folder as static assets).
     mountConsole(app);
     // One listener: requests for the apps' hostnames go to the edge, everything else to the API.

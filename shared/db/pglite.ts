@@ -26,6 +26,7 @@ import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
 import { openPgliteWorker } from "./pglite-client";
+import { appliedBetween, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PgliteDatabase {
   db: Db;
@@ -35,6 +36,8 @@ export interface PgliteDatabase {
    * as PGlite for them; the rest of PGlite's API is not there.
    */
   client: PGlite;
+  /** The tags of the migrations this open applied (empty: none were due, or `migrate: false`). */
+  migrated: string[];
   close(): Promise<void>;
 }
 
@@ -42,10 +45,19 @@ export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob | 
   const client = (await openPgliteWorker({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir })) as unknown as PGlite;
   try {
     const db = drizzle(client, { schema }) as unknown as Db;
-    if (opts.migrate !== false) await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
-    return { db, client, close: () => client.close() };
+    const migrated = opts.migrate !== false ? await migratePglite(client) : [];
+    return { db, client, migrated, close: () => client.close() };
   } catch (e) {
     await client.close().catch(() => {});
     throw e;
   }
+}
+
+/** Applies the code's migrations (one connection: nothing else can migrate meanwhile); refuses a database migrated by a newer version. */
+async function migratePglite(client: PGlite): Promise<string[]> {
+  const raw = drizzle(client);
+  const before = await readAppliedTimes(raw);
+  refuseNewerDatabase(before);
+  await migrate(raw, { migrationsFolder: MIGRATIONS_DIR });
+  return appliedBetween(before, await readAppliedTimes(raw));
 }

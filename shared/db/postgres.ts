@@ -5,10 +5,13 @@ import pg from "pg";
 import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
+import { appliedBetween, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PostgresDatabase {
   db: Db;
   pool: pg.Pool;
+  /** The tags of the migrations this open applied (empty: none were due, another process applied them, or `migrate: false`). */
+  migrated: string[];
   close(): Promise<void>;
 }
 
@@ -19,16 +22,32 @@ export async function openPostgres(url: string, opts: { migrate?: boolean; max?:
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
   // An idle client losing its connection must not crash the process.
   pool.on("error", () => {});
-  if (opts.migrate !== false) await migratePostgres(pool);
+  let migrated: string[] = [];
+  try {
+    if (opts.migrate !== false) migrated = await migratePostgres(pool);
+  } catch (e) {
+    await pool.end().catch(() => {});
+    throw e;
+  }
   const db = drizzle(pool, { schema }) as unknown as Db;
-  return { db, pool, close: () => pool.end() };
+  return { db, pool, migrated, close: () => pool.end() };
 }
 
-export async function migratePostgres(pool: pg.Pool): Promise<void> {
+/**
+ * Applies the code's migrations under a session advisory lock: processes starting at
+ * once wait for each other, and each after the first finds nothing left to apply.
+ * Refuses (before changing anything) a database migrated by a newer version.
+ * Returns the tags this call applied.
+ */
+export async function migratePostgres(pool: pg.Pool): Promise<string[]> {
   const client = await pool.connect();
   try {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
-    await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+    const raw = drizzle(client);
+    const before = await readAppliedTimes(raw);
+    refuseNewerDatabase(before);
+    await migrate(raw, { migrationsFolder: MIGRATIONS_DIR });
+    return appliedBetween(before, await readAppliedTimes(raw));
   } finally {
     await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});
     client.release();

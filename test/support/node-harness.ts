@@ -56,7 +56,7 @@ async function nodeHarness(
   });
   const node = await createNodeServices(config, database, keyring, logger, overrides);
   if (runtime === "node-pglite" && !overrides.wakeDeliveries) node.start();
-  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters });
+  const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters, loops: node.loops });
   const uploads = node.services.uploads!;
   const harness = {
     runtime,

@@ -30,6 +30,12 @@ export interface RouteTable {
   refresh(projectId: string, maxAgeMs: number): Promise<void>;
   /** Resolves once every reload asked for so far is done (tests, and callers that just changed something). */
   settled(): Promise<void>;
+  /**
+   * Up to when the table is known current (GET /readyz's `edge` check): now while the
+   * change feed is listening and no reload is failing (changes arrive as they happen);
+   * else the end of the last successful reload (the fallback reloads every second).
+   */
+  lastTickAt(): Date;
   stop(): void;
 }
 
@@ -58,6 +64,10 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   // When each project (or, under "all", everything) was last read: refresh() skips fresh ones.
   const loadedAt = new Map<string, number>();
   let allLoadedAt = 0;
+  // For lastTickAt(): the feed's state, and whether the last reload failed.
+  let feedActive = true;
+  let failing = false;
+  let lastLoadedAt = new Date();
 
   /** Replaces the hostnames of `ids` (or of everything) with what was loaded for them; a project not loaded is gone. */
   const replace = (ids: string[] | "all", loaded: Map<string, EdgeTarget>) => {
@@ -91,7 +101,10 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     try {
       if (whole) replace("all", await loadTargets(deps.db, deps.sharedDomain));
       else if (ids.length > 0) replace(ids, await loadTargets(deps.db, deps.sharedDomain, ids));
+      failing = false;
+      lastLoadedAt = new Date();
     } catch (error) {
+      failing = true;
       deps.logger.error("edge_routes_reload_failed", { error: (error as Error).message });
       // Try again shortly: the table must not stay stale.
       reloadAll = true;
@@ -134,6 +147,7 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
       schedule();
     },
     setActive(active) {
+      feedActive = active;
       if (fallback) clearInterval(fallback);
       fallback = undefined;
       reloadAll = true;
@@ -158,6 +172,7 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
       return read;
     },
     settled,
+    lastTickAt: () => (feedActive && !failing ? new Date() : lastLoadedAt),
     stop() {
       if (fallback) clearInterval(fallback);
     },

@@ -106,6 +106,8 @@ export interface Runner {
   stop(): Promise<void>;
   /** Deployment ids being built or launched now. */
   active(): string[];
+  /** When the poll or reconcile loop last completed a pass (GET /readyz's `runner` check); undefined: none yet. */
+  lastTickAt(): Date | undefined;
 }
 
 interface Job {
@@ -132,6 +134,7 @@ export function createRunner(deps: RunnerDeps): Runner {
   const restoreRetries = new Map<string, { tries: number; at: number }>();
   let started = false;
   let stopping = false;
+  let lastTick: Date | undefined;
   let pollTimer: ReturnType<typeof setInterval> | undefined;
   let reconcileTimer: ReturnType<typeof setInterval> | undefined;
   let pumping: Promise<void> | undefined;
@@ -449,6 +452,7 @@ export function createRunner(deps: RunnerDeps): Runner {
             });
         }
       } while (pumpAgain && !stopping);
+      lastTick = new Date();
     })()
       .catch((error) => deps.logger.error("runner_claim_failed", { error: (error as Error).message }))
       .finally(() => {
@@ -468,6 +472,7 @@ export function createRunner(deps: RunnerDeps): Runner {
         reconcileAgain = false;
         await reconcileOnce();
       } while (reconcileAgain && !stopping);
+      lastTick = new Date();
     })()
       .catch((error) => deps.logger.error("runner_reconcile_failed", { error: (error as Error).message }))
       .finally(() => {
@@ -605,5 +610,6 @@ export function createRunner(deps: RunnerDeps): Runner {
       await control.flushLogs();
     },
     active: () => [...jobs.keys(), ...launching],
+    lastTickAt: () => lastTick,
   };
 }

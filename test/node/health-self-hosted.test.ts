@@ -1,0 +1,105 @@
+/**
+ * The probes on the self-hosted listener and its loops: /healthz and /readyz
+ * reach the API for the API's own names only (any other Host is an app's, through
+ * the edge); a stalled loop (the runner's poll, the edge's route feed) makes
+ * /readyz 503 naming it. The start line says what was migrated.
+ */
+import { request as httpRequest } from "node:http";
+import { describe, expect, it } from "vitest";
+import { loadNodeConfig } from "../../functions/self-hosted/config";
+import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
+import { CODE_MIGRATIONS, LATEST_MIGRATION } from "../../shared/db/migration-level";
+import { useCleanups } from "../support/cleanups";
+import { expectStatus } from "../support/harness";
+import { openProbeApp } from "../support/probe-apps-node";
+
+const { cleanups, tempDir } = useCleanups("ws-health-");
+
+/** A GET to the server's port with the given Host. */
+function get(port: number, host: string, path: string): Promise<{ status: number; body: string; edge?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => {
+        body += c;
+      });
+      res.on("end", () => resolve({ status: res.statusCode!, body, edge: res.headers["x-workspace-edge"] as string | undefined }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("readiness of the self-hosted loops", () => {
+  const tick = (agoMs: number | undefined) => () => (agoMs === undefined ? undefined : new Date(Date.now() - agoMs));
+
+  it("a stalled runner loop makes /readyz 503 naming runner; a fresh pass makes it ready", async () => {
+    let runnerAgo: number | undefined = 95_000;
+    const loops = [
+      { name: "edge", lastTickAt: tick(0), stalledAfterMs: 30_000 },
+      { name: "runner", lastTickAt: () => tick(runnerAgo)(), stalledAfterMs: 30_000 },
+    ];
+    const app = await openProbeApp("node-pglite", { recorded: [...CODE_MIGRATIONS] }, loops);
+    cleanups.push(() => app.close());
+
+    const stalled = await expectStatus(await app.request("/readyz"), 503);
+    expect(stalled).toEqual({ status: "unready", checks: { database: "ok", migrations: "ok", edge: "ok", runner: "stalled 95 s" } });
+
+    runnerAgo = undefined;
+    expect((await expectStatus(await app.request("/readyz"), 503)).checks.runner).toBe("starting: no pass yet");
+
+    runnerAgo = 1_000;
+    expect(await expectStatus(await app.request("/readyz"), 200)).toEqual({
+      status: "ready",
+      checks: { database: "ok", migrations: "ok", edge: "ok", runner: "ok" },
+    });
+    // /healthz never looks at the loops.
+    runnerAgo = 600_000;
+    await expectStatus(await app.request("/healthz"), 200);
+  });
+
+  it("a stalled edge feed makes /readyz 503 naming edge", async () => {
+    const app = await openProbeApp("node-pglite", { recorded: [...CODE_MIGRATIONS] }, [{ name: "edge", lastTickAt: tick(45_000), stalledAfterMs: 30_000 }]);
+    cleanups.push(() => app.close());
+    expect((await expectStatus(await app.request("/readyz"), 503)).checks).toEqual({ database: "ok", migrations: "ok", edge: "stalled 45 s" });
+  });
+});
+
+describe("the probes on the self-hosted listener", () => {
+  it("reach the API on its own names, an app's Host reaches the edge; the start says what it migrated", async () => {
+    const dataDir = tempDir();
+    const lines: string[] = [];
+    const start = () =>
+      startSelfHosted(
+        loadNodeConfig({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", DATA_DIR: dataDir, SHARED_DOMAIN: "apps.test", RUNNER: "off" }),
+        (l) => lines.push(l),
+      );
+    let server: RunningServer = await start();
+    cleanups.push(() => server.close());
+    expect(lines.filter((l) => l.startsWith("Migrations:"))).toEqual([
+      `Migrations: applied ${CODE_MIGRATIONS.length} (${CODE_MIGRATIONS.map((m) => m.tag).join(", ")}); database at ${LATEST_MIGRATION.tag}`,
+    ]);
+    const port = Number(new URL(server.url).port);
+
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+      const health = await get(port, host, "/healthz");
+      expect(health.status, host).toBe(200);
+      expect(JSON.parse(health.body)).toEqual({ status: "ok" });
+      const ready = await get(port, host, "/readyz");
+      expect(ready.status, ready.body).toBe(200);
+      expect(JSON.parse(ready.body)).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok", edge: "ok" } });
+    }
+    // Another name is an app's: the edge answers (nothing deployed there), not the API's probe.
+    const app = await get(port, "shop.apps.test", "/healthz");
+    expect(app.status).toBe(404);
+    expect(app.edge).toBeDefined();
+    expect(app.body).not.toContain('"status":"ok"');
+
+    // A restart finds nothing to apply, and says so.
+    await server.close();
+    lines.length = 0;
+    server = await start();
+    expect(lines.filter((l) => l.startsWith("Migrations:"))).toEqual([`Migrations: none to apply (database at ${LATEST_MIGRATION.tag})`]);
+  });
+});
