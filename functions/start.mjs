@@ -3,7 +3,7 @@
  * JavaScript, in this very process (so signals reach the server itself).
  *
  * The bundle lives in dist/node/ (gitignored) with a stamp: the SHA-256 of every
- * file under functions/, shared/ and migrations/ plus package.json and package-lock.json. When
+ * file under functions/ and shared/ plus package.json and package-lock.json. When
  * the stamp differs (first start, a code change, a dependency update) the bundle
  * is rebuilt with esbuild before it is run, so a stale build never runs.
  * Dependencies stay in node_modules (imported, not bundled).
@@ -22,8 +22,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT_DIR = join(ROOT, "dist", "node");
 const BUNDLE = join(OUT_DIR, "server.mjs");
 const STAMP = join(OUT_DIR, "stamp");
-// migrations/: the journal is bundled (the migration level readiness and start-up compare against).
-const INPUT_DIRS = ["functions", "shared", "migrations"];
+const INPUT_DIRS = ["functions", "shared"];
 const INPUT_FILES = ["package.json", "package-lock.json"];
 /**
  * Dependencies are bundled too (resolving hundreds of small ES modules at every
@@ -68,8 +67,13 @@ async function build(stamp) {
   const { build: esbuild, stop } = await import("esbuild");
   // esbuild's service process would otherwise stay a child of the server for its whole life.
   const result = await esbuild({
-    entryPoints: [join(ROOT, "functions", "node.ts")],
-    outfile: BUNDLE,
+    entryPoints: { server: join(ROOT, "functions", "node.ts") },
+    // Code split at dynamic imports: what is loaded only when used (shared/storage/s3-sdk.ts and the
+    // AWS SDK it imports) stays out of start-up. Chunks sit beside server.mjs, at the same depth.
+    outdir: OUT_DIR,
+    splitting: true,
+    chunkNames: "[name]-[hash]",
+    outExtension: { ".js": ".mjs" },
     bundle: true,
     platform: "node",
     format: "esm",
