@@ -3,7 +3,7 @@
  * JavaScript, in this very process (so signals reach the server itself).
  *
  * The bundle lives in dist/node/ (gitignored) with a stamp: the SHA-256 of every
- * file under functions/ and shared/ plus package.json and package-lock.json. When
+ * file under functions/, shared/ and migrations/ plus package.json and package-lock.json. When
  * the stamp differs (first start, a code change, a dependency update) the bundle
  * is rebuilt with esbuild before it is run, so a stale build never runs.
  * Dependencies stay in node_modules (imported, not bundled).
@@ -22,7 +22,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT_DIR = join(ROOT, "dist", "node");
 const BUNDLE = join(OUT_DIR, "server.mjs");
 const STAMP = join(OUT_DIR, "stamp");
-const INPUT_DIRS = ["functions", "shared"];
+// migrations/: the journal is bundled (the migration level readiness and start-up compare against).
+const INPUT_DIRS = ["functions", "shared", "migrations"];
 const INPUT_FILES = ["package.json", "package-lock.json"];
 /**
  * Dependencies are bundled too (resolving hundreds of small ES modules at every
