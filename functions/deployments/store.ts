@@ -147,6 +147,19 @@ export async function markReady(db: Db, id: string, now: Date): Promise<Deployme
   });
 }
 
+/**
+ * markReady for a runner that must still hold the job (the runner protocol): under the row's lock,
+ * only while `runnerId` holds it in `deploying`; undefined otherwise (canceled or taken over
+ * meanwhile), and nothing is written.
+ */
+export async function markReadyIfHeld(db: Db, id: string, runnerId: string, now: Date): Promise<DeploymentRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [d] = await tx.select().from(deployments).where(eq(deployments.id, id)).for("update");
+    if (!d || d.claimedBy !== runnerId || d.status !== "deploying") return undefined;
+    return makeCurrent(tx, await transition(tx, d, "ready", now), now);
+  });
+}
+
 /** A status change the runner reports (building, deploying, failed), recorded with its time. */
 export async function markStatus(
   db: Db,

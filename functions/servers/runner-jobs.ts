@@ -16,7 +16,7 @@ import { ApiError, notFound } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
 import type { DeploymentRow } from "../deployments/store";
-import { markReady } from "../deployments/store";
+import { markReadyIfHeld } from "../deployments/store";
 import { cloneCredentialOf, jobContext, runnerDeployment } from "../self-hosted/runner/job-context";
 import { advance, clearServing, LEASE_MS, recordDown, releaseJob, renewLease, setAsleep, setCrashed, setServing } from "../self-hosted/runner/store";
 import { TOO_MANY_CLAIMS, TOO_MANY_JOB_CALLS, takeClaim, takeJobCall } from "./limits";
@@ -293,8 +293,9 @@ export const runnerJobsRouter = createRouter()
     const { d, serverId } = await jobOf(c, c.req.valid("param").id);
     // A repeat after the answer was lost: already ready and current, served here (a finished job keeps no claim).
     if (d.status === "ready" && d.current && serves(d, serverId)) return c.json(runnerDeployment(d), 200);
-    if (d.claimedBy !== serverId || d.status !== "deploying") throw notYours();
-    return c.json(runnerDeployment(await markReady(c.get("db"), d.id, c.get("clock")())), 200);
+    const made = await markReadyIfHeld(c.get("db"), d.id, serverId, c.get("clock")());
+    if (!made) throw notYours();
+    return c.json(runnerDeployment(made), 200);
   })
   .openapi(release, async (c) => {
     const { d, serverId } = await leasedJob(c, c.req.valid("param").id);

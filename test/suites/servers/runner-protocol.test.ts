@@ -14,17 +14,22 @@ import { GitSourceSchema } from "../../../functions/projects/schema";
 import { MAX_LOG_BATCH_LINES } from "../../../functions/servers/runner-jobs-schema";
 import { CreatedServerSchema, ServerSchema } from "../../../functions/servers/schema";
 import { LogPageSchema } from "../../../functions/logs/schema";
+import { EnsuredProjectSchema } from "../../../functions/projects/folder/ensure-schema";
+import { SourceLinkSchema } from "../../../functions/servers/runner-jobs-schema";
 import { deployments } from "../../../shared/db/schema";
 import { deploymentHelpers } from "../../support/deployments";
 import { gitServerControl } from "../../support/git-control";
+import { folderClient } from "../../support/folder-client";
 import { expectBody, expectProblem, expectStatus, type Member, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { currentRuntime, runtimeHasRealConcurrency, useRuntimeHarness } from "../../support/runtime";
+import { tgz } from "../../support/tar-fixtures";
 
 const h = useRuntimeHarness();
 const { create, call } = projectHelpers(h);
 const { queue, read } = deploymentHelpers(h);
 const control = gitServerControl(inject("gitServerUrl"));
+const folder = folderClient(h);
 
 async function gitProject(t: Member) {
   const p = await create(t);
@@ -233,6 +238,85 @@ describe("runner protocol: a job's life", () => {
     const logs = h.logs.join("\n");
     expect(logs).not.toContain(canary);
     expect(logs).not.toContain(cloneCanary);
+  });
+});
+
+describe("runner protocol: serving reports", () => {
+  it("only the server serving the app reports it down, asleep, stopped or crashed; another server of the organization gets 409", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const other = await register(t);
+    const first = await queued(t, { projectId: p.id, serverId: s.id });
+    expect(await claimed(s.token)).toBe(first.id);
+    await expectStatus(await job(s.token, first.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 200);
+    await expectStatus(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: s.token, json: { port: 40200 } }), 204);
+    await expectStatus(await job(s.token, first.id, "/ready"), 200);
+
+    for (const suffix of ["/down", "/crashed"]) await expectProblem(await job(other.token, first.id, suffix), 409);
+    await expectProblem(await job(other.token, first.id, "/asleep", { json: { cutoff: new Date().toISOString() } }), 409);
+    await expectProblem(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: other.token, json: { port: 1 } }), 409);
+    expect(await row(first.id)).toMatchObject({ servedBy: s.id, port: 40200, crashedAt: null, asleepAt: null });
+
+    // A request after the cutoff keeps it awake; none since: asleep, no port.
+    await h.db.update(deployments).set({ lastRequestAt: new Date() }).where(eq(deployments.id, first.id));
+    await expectStatus(await job(s.token, first.id, "/asleep", { json: { cutoff: new Date(Date.now() - 60_000).toISOString() } }), 204);
+    expect((await row(first.id)).asleepAt).toBeNull();
+    const asleep = await expectStatus(await job(s.token, first.id, "/asleep", { json: { cutoff: new Date(Date.now() + 1000).toISOString() } }), 200);
+    expect(asleep.id).toBe(first.id);
+    expect(await row(first.id)).toMatchObject({ port: null });
+    expect((await row(first.id)).asleepAt).not.toBeNull();
+
+    // A newer deployment replaces it: the old one's port is cleared when it stops; the new one is given up.
+    const second = await queued(t, { projectId: p.id, serverId: s.id });
+    expect(await claimed(s.token)).toBe(second.id);
+    await expectStatus(await job(s.token, second.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 200);
+    await expectStatus(await h.request(`/api/runner/jobs/${second.id}/serving`, { method: "PUT", token: s.token, json: { port: 40201 } }), 204);
+    await expectStatus(await job(s.token, second.id, "/ready"), 200);
+    await expectStatus(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: s.token, json: { port: 40202 } }), 204);
+    await expectStatus(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "DELETE", token: s.token }), 204);
+    expect(await row(first.id)).toMatchObject({ current: false, port: null });
+    const crashed = await expectStatus(await job(s.token, second.id, "/crashed"), 200);
+    expect(crashed.id).toBe(second.id);
+    expect((await row(second.id)).crashedAt).not.toBeNull();
+  });
+});
+
+describe("runner protocol: an upload job's source", () => {
+  it("the lease holder gets a short-lived download of the archive (presigned on object storage, streamed on disk); refused after the lease, 404 for a git job", async () => {
+    const t = await seedTenant(h);
+    const s = await register(t);
+    const bytes = await tgz({
+      "package.json": JSON.stringify({ name: "web", scripts: { start: "node server.js" } }),
+      "server.js": "require('http').createServer((q, r) => r.end('ok')).listen(process.env.PORT)\n",
+    });
+    const { target } = await folder.uploadAndScan(t, bytes);
+    const project = await expectBody(await folder.ensure(t, { name: `app ${target.sessionId}`, uploadSessionId: target.sessionId }), 201, EnsuredProjectSchema);
+    const d = await queued(t, { projectId: project.id, target: "server" });
+    expect(d.source).toBe("upload");
+    expect(await claimed(s.token)).toBe(d.id);
+
+    const link = await expectBody(await get(s.token, d.id, "/source"), 200, SourceLinkSchema);
+    expect(link.sizeBytes).toBe(bytes.length);
+    const got = link.requiresAuth ? await h.request(new URL(link.url).pathname, { token: s.token }) : await fetch(link.url);
+    expect(got.status).toBe(200);
+    expect(new Uint8Array(await got.arrayBuffer())).toEqual(bytes);
+    if (link.requiresAuth) {
+      expect(link.expiresAt).toBeNull();
+      // The archive route takes the runner token only.
+      await expectProblem(await h.request(new URL(link.url).pathname, { token: t.token, org: t.orgId }), 403);
+    } else expect(Date.parse(link.expiresAt!)).toBeGreaterThan(Date.now());
+
+    await expectStatus(await job(s.token, d.id, "/release"), 204);
+    await expectProblem(await get(s.token, d.id, "/source"), 409);
+    await expectProblem(await get(s.token, d.id, "/source/archive"), 409);
+
+    const p = await gitProject(t);
+    const git = await queued(t, { projectId: p.id, serverId: s.id });
+    // The released upload job is older: claimed first, then the git one.
+    expect(await claimed(s.token)).toBe(d.id);
+    expect(await claimed(s.token)).toBe(git.id);
+    await expectProblem(await get(s.token, git.id, "/source"), 404);
   });
 });
 
