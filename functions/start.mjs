@@ -13,7 +13,7 @@
  *   node functions/start.mjs --build-only --force   rebuild whatever the stamp
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -39,6 +39,8 @@ function sourceStamp() {
   const hash = createHash("sha256");
   const files = [...INPUT_FILES];
   for (const dir of INPUT_DIRS) {
+    // A checkout without one of them (a stripped-down copy) still stamps what it has.
+    if (!existsSync(join(ROOT, dir))) continue;
     for (const entry of readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })) {
       if (entry.isFile()) files.push(relative(ROOT, join(entry.parentPath, entry.name)));
     }

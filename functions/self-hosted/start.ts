@@ -49,7 +49,6 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     if (!config.databaseUrl) ensurePrivateDir(pgliteDir);
     const database = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite({ dataDir: pgliteDir });
     if (!config.databaseUrl) makeTreePrivate(pgliteDir);
-    print(migrationsLine(database.migrated));
     const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
 
     // The generated token is saved before the owner is committed: a start that cannot save it creates nothing.
@@ -65,6 +64,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       if (savedTo) rmSync(savedTo, { force: true });
       throw e;
     });
+    // After the owner step, like every start line: a start that fails before it prints nothing.
+    print(migrationsLine(database.migrated));
     if (boot) {
       print(`First start: created the owner user and organization ${boot.orgId}.`);
       if (!config.ownerToken) print(`Owner token (shown once, also saved to ${savedTo}):\n  ${boot.token}`);
