@@ -4,13 +4,16 @@
  * claim, one job per claim even when servers race, leases taken over after they
  * run out, transitions, idempotent log batches read back through the log routes,
  * the job's decrypted environment and clone credential for the lease holder only,
- * serving reports, and who is refused (user tokens 403, other organizations 404).
+ * serving reports, the source download, rate limits, and who is refused (user
+ * tokens 403, other organizations 404).
  */
 import { eq } from "drizzle-orm";
 import { describe, expect, inject, it } from "vitest";
 import { DeploymentSchema } from "../../../functions/deployments/schema";
 import { CloneTokenState } from "../../../functions/projects/clone-token";
 import { GitSourceSchema } from "../../../functions/projects/schema";
+import { takeRateLimits } from "../../../functions/notifications/rate-limit";
+import { SERVER_LIMITS } from "../../../functions/servers/limits";
 import { MAX_LOG_BATCH_LINES } from "../../../functions/servers/runner-jobs-schema";
 import { CreatedServerSchema, ServerSchema } from "../../../functions/servers/schema";
 import { LogPageSchema } from "../../../functions/logs/schema";
@@ -346,5 +349,36 @@ describe("runner protocol: who is refused", () => {
     ];
     for (const [what, res] of calls) expect(res.status, what).toBe(404);
     expect(await row(d.id)).toMatchObject({ status: "building", claimedBy: s.id, runnerLogSeq: 0 });
+  });
+});
+
+describe("runner protocol: rate limits", () => {
+  it("claims and job calls per server answer 429 with Retry-After past their limit, and change nothing", async () => {
+    const t = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const d = await queued(t, { projectId: p.id, target: "server" });
+    // The window filled up to one short of the limit (as that many calls would), then the calls themselves.
+    const fill = (key: string, limit: { max: number; windowMs: number }) => takeRateLimits(h.db, [{ key, n: limit.max - 1, ...limit }], new Date());
+    await fill(`runner:claim:${s.id}`, SERVER_LIMITS.claimsPerServer);
+    expect(await claimed(s.token)).toBe(d.id);
+    const tooManyClaims = await claim(s.token);
+    expect(tooManyClaims.headers.get("retry-after")).toMatch(/^\d+$/);
+    await expectProblem(tooManyClaims, 429);
+
+    await fill(`runner:job:${s.id}`, SERVER_LIMITS.jobCallsPerServer);
+    await expectStatus(await job(s.token, d.id, "/advance", { json: { from: ["building"], to: "deploying" } }), 200);
+    const before = await row(d.id);
+    const refused = [
+      await job(s.token, d.id, "/renew"),
+      await job(s.token, d.id, "/logs", { json: { lines: [line(1, "over the limit")] } }),
+      await job(s.token, d.id, "/advance", { json: { from: ["deploying"], to: "failed" } }),
+    ];
+    for (const res of refused) {
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      await expectProblem(res, 429);
+    }
+    const after = await row(d.id);
+    expect(after).toMatchObject({ status: "deploying", leaseExpiresAt: before.leaseExpiresAt, runnerLogSeq: 0 });
   });
 });
