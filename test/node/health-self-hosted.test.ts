@@ -5,12 +5,15 @@
  * /readyz 503 naming it. The start line says what was migrated.
  */
 import { request as httpRequest } from "node:http";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
 import { CODE_MIGRATIONS, LATEST_MIGRATION } from "../../shared/db/migration-level";
 import { useCleanups } from "../support/cleanups";
-import { expectStatus } from "../support/harness";
+import { createApp } from "../../functions/app";
+import { silentLogger } from "../../shared/http/logger";
+import { buildRequest, eventually, expectStatus } from "../support/harness";
+import { runnerFixture, startRunnerServer } from "../support/runner-harness";
 import { openProbeApp } from "../support/probe-apps-node";
 
 const { cleanups, tempDir } = useCleanups("ws-health-");
@@ -63,6 +66,20 @@ describe("readiness of the self-hosted loops", () => {
     const app = await openProbeApp("node-pglite", { recorded: [...CODE_MIGRATIONS] }, [{ name: "edge", lastTickAt: tick(45_000), stalledAfterMs: 30_000 }]);
     cleanups.push(() => app.close());
     expect((await expectStatus(await app.request("/readyz"), 503)).checks).toEqual({ database: "ok", migrations: "ok", edge: "stalled 45 s" });
+  });
+});
+
+describe.runIf(inject("pgKind") === "postgres")("readiness of a real runner and edge", () => {
+  it("/readyz reads the running runner's and edge's last pass: both ok once the runner has polled", async () => {
+    const fixture = await runnerFixture("ws_readyz_runner");
+    cleanups.push(() => fixture.drop());
+    const server = await startRunnerServer({ databaseUrl: fixture.db.url, dataDir: fixture.dataDir, gitUrl: "http://127.0.0.1:9" });
+    cleanups.push(() => server.close());
+    expect(server.node.loops.map((l) => l.name)).toEqual(["edge", "runner"]);
+    const app = createApp({ services: () => server.node.services, logger: silentLogger, extraRouters: server.node.extraRouters, loops: server.node.loops });
+    const body = await eventually(async () => expectStatus(await app.fetch(buildRequest("/readyz")), 200), 10_000);
+    expect(body).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok", edge: "ok", runner: "ok" } });
+    expect(Date.now() - server.node.runner!.lastTickAt()!.getTime()).toBeLessThan(10_000);
   });
 });
 
