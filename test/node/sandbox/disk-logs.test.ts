@@ -6,9 +6,10 @@
  * and PGlite, whose one connection serializes every write): an app printing as
  * fast as the pipe takes it gets at most RUNNER_LOG_RATE (default 1000) lines
  * per second plus the burst (10x) stored, a `system` line counts the dropped
- * ones, and the API's p99 over 100 calls during the flood stays within 2x of
- * its p99 before it (or 50 ms over it: on a busy 2-core machine a few-ms p99
- * doubles by chance, while a flood that stalls the server costs hundreds).
+ * ones, and the API keeps answering during the flood: over 100 calls its median
+ * stays within 2x (+10 ms) of the quiet median and no call takes 500 ms. (The
+ * p99 of 100 calls is one call: on a busy 2-core machine it doubles by chance,
+ * while a flood that stalls the server costs seconds.)
  */
 import { existsSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -73,7 +74,7 @@ for (const kind of ["postgres", "pglite"] as const) {
     const a = sandboxApps(s);
     const { cleanups } = useCleanups("ws-sbx-logs-");
 
-    it("an app printing as fast as it can: stored lines bounded by the rate and burst, the dropped ones counted, the API's p99 within 2x", async () => {
+    it("an app printing as fast as it can: stored lines bounded by the rate and burst, the dropped ones counted, the API still answering at once", async () => {
       const t = await seedTenant(s.server);
       const { projectId, deployment } = await a.uploadDeploy(t, hostileFiles(), { options: { startCommand: "node flood.js" } });
       cleanups.push(() => a.retire(t, projectId));
@@ -111,7 +112,8 @@ for (const kind of ["postgres", "pglite"] as const) {
       expect(stored).toBeGreaterThanOrEqual(BURST / 2);
       expect(reports.length).toBeGreaterThan(0);
       expect(dropped).toBeGreaterThan(stored);
-      expect(p99During).toBeLessThanOrEqual(Math.max(2 * p99Before, p99Before + 50));
+      expect(percentile(during, 50)).toBeLessThanOrEqual(2 * percentile(before, 50) + 10);
+      expect(p99During).toBeLessThan(500);
     }, 60_000);
   });
 }
