@@ -18,7 +18,19 @@ import { createRouter } from "../../shared/http/router";
 import type { DeploymentRow } from "../deployments/store";
 import { markReadyIfHeld } from "../deployments/store";
 import { cloneCredentialOf, jobContext, runnerDeployment } from "../self-hosted/runner/job-context";
-import { advance, clearServing, LEASE_MS, recordDown, releaseJob, renewLease, setAsleep, setCrashed, setServing } from "../self-hosted/runner/store";
+import {
+  advance,
+  clearServing,
+  deploymentsToServe,
+  forgetPorts as forgetPortsOf,
+  LEASE_MS,
+  recordDown,
+  releaseJob,
+  renewLease,
+  setAsleep,
+  setCrashed,
+  setServing,
+} from "../self-hosted/runner/store";
 import { TOO_MANY_CLAIMS, TOO_MANY_JOB_CALLS, takeClaim, takeJobCall } from "./limits";
 import { appendRunnerLogs, claimForServer, deploymentOfOrg, holdsLease, serves } from "./runner-jobs-store";
 import {
@@ -197,6 +209,28 @@ const sourceArchive = defineRoute({
   },
 });
 
+const toServe = defineRoute({
+  method: "get",
+  path: "/runner/serving",
+  tags: TAGS,
+  summary: "The apps this server must run",
+  description:
+    "Current, ready, not crashed, awake deployments served by this server (at its start, after a promote or a wake): what must run here. Runner token only; this server's own, nothing else.",
+  permission: "runner",
+  responses: { 200: jsonResponse(z.object({ items: z.array(RunnerJobSchema) }).openapi("RunnerServing"), "What to run"), 429: TOO_MANY_JOB_CALLS },
+});
+
+const forgetPorts = defineRoute({
+  method: "post",
+  path: "/runner/forget-ports",
+  tags: TAGS,
+  summary: "The runner (re)started: its recorded ports are forgotten",
+  description:
+    "The apps of its previous run are gone: every port recorded for an app this server serves is cleared, so edges hold their requests until PUT …/serving reports each one up again. Idempotent.",
+  permission: "runner",
+  responses: { 204: { description: "Forgotten" }, 429: TOO_MANY_JOB_CALLS },
+});
+
 /** The archive key of the server's leased upload or local job; 404 naming why there is none. */
 async function archiveOf(c: AppContext, id: string) {
   const { d } = await leasedJob(c, id);
@@ -318,6 +352,17 @@ export const runnerJobsRouter = createRouter()
   .openapi(cloneCredential, async (c) => {
     const { d } = await leasedJob(c, c.req.valid("param").id);
     return c.json({ token: await cloneCredentialOf(c.get("db"), c.get("keyring"), d.id) }, 200);
+  })
+  .openapi(toServe, async (c) => {
+    const { serverId } = runnerOf(c);
+    await takeJobCall(c.get("db"), serverId, c.get("clock")());
+    return c.json({ items: (await deploymentsToServe(c.get("db"), serverId)).map(runnerDeployment) }, 200);
+  })
+  .openapi(forgetPorts, async (c) => {
+    const { serverId } = runnerOf(c);
+    await takeJobCall(c.get("db"), serverId, c.get("clock")());
+    await forgetPortsOf(c.get("db"), serverId);
+    return c.body(null, 204);
   })
   .openapi(source, async (c) => {
     const { d, key, uploads } = await archiveOf(c, c.req.valid("param").id);

@@ -96,6 +96,8 @@ describe("permissions", () => {
       "delete /api/servers/{id}": "org:admin",
       "post /api/runner/heartbeat": "runner",
       "post /api/runner/claim": "runner",
+      "get /api/runner/serving": "runner",
+      "post /api/runner/forget-ports": "runner",
       "get /api/runner/jobs/{id}": "runner",
       "post /api/runner/jobs/{id}/renew": "runner",
       "post /api/runner/jobs/{id}/advance": "runner",

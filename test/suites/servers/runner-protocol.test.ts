@@ -256,6 +256,18 @@ describe("runner protocol: serving reports", () => {
     await expectStatus(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: s.token, json: { port: 40200 } }), 204);
     await expectStatus(await job(s.token, first.id, "/ready"), 200);
 
+    // What each server must run: only its own apps.
+    const serving = async (token: string) =>
+      (await expectStatus(await h.request("/api/runner/serving", { token }), 200)).items.map((x: { id: string }) => x.id);
+    expect(await serving(s.token)).toEqual([first.id]);
+    expect(await serving(other.token)).toEqual([]);
+    // The other server restarting forgets only its own ports.
+    await expectStatus(await h.request("/api/runner/forget-ports", { method: "POST", token: other.token }), 204);
+    expect((await row(first.id)).port).toBe(40200);
+    await expectStatus(await h.request("/api/runner/forget-ports", { method: "POST", token: s.token }), 204);
+    expect((await row(first.id)).port).toBeNull();
+    await expectStatus(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: s.token, json: { port: 40200 } }), 204);
+
     for (const suffix of ["/down", "/crashed"]) await expectProblem(await job(other.token, first.id, suffix), 409);
     await expectProblem(await job(other.token, first.id, "/asleep", { json: { cutoff: new Date().toISOString() } }), 409);
     await expectProblem(await h.request(`/api/runner/jobs/${first.id}/serving`, { method: "PUT", token: other.token, json: { port: 1 } }), 409);
