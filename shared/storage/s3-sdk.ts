@@ -1,8 +1,10 @@
 /**
- * The parts of the AWS SDK that shared/storage/s3.ts uses, as named imports: the client, the five
- * commands it presigns and the presigner. s3.ts loads this module lazily; importing the SDK's
- * whole namespace there instead would keep every command, paginator and waiter of the S3 client
- * in the Worker's bundle (an esbuild bundle cannot drop exports of a namespace used as a value).
+ * The parts of the AWS SDK that shared/storage/s3.ts uses: the SDK's own SigV4 signer and its
+ * SHA-256 (node:crypto on Node, WebCrypto on the Worker, through the package's browser field).
+ * Every request the storage makes is a presigned URL sent with fetch, so the S3 client itself
+ * (its per-operation schemas, endpoint rules, middleware stack and XML protocol, ~75 KiB of the
+ * Worker's gzipped code) is not needed: the URL is the S3 REST path and the signer signs it as
+ * `@aws-sdk/s3-request-presigner` does. s3.ts loads this module lazily (start-up time).
  */
-export { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-export { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+export { Sha256 } from "@smithy/core/checksum";
+export { SignatureV4 } from "@smithy/signature-v4";
