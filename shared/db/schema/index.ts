@@ -18,3 +18,4 @@ export * from "./cloud";
 export * from "./sessions";
 export * from "./runner";
 export * from "./servers";
+export * from "./idempotency";

@@ -27,6 +27,12 @@ export const servers = pgTable(
     tokenHash: text("token_hash").notNull(),
     /** The token's first characters, to recognize it. */
     tokenPrefix: text("token_prefix").notNull(),
+    /**
+     * The key that signs requests forwarded to this server's edge (HMAC-SHA256),
+     * encrypted with the keyring; the runner derives the same key from its token,
+     * so it never travels. Null for servers registered before forwarding.
+     */
+    edgeKeyCiphertext: text("edge_key_ciphertext"),
     /** Take no new work (set by an admin; the runner reads it in its heartbeat answer). */
     draining: boolean("draining").notNull().default(false),
     /** As the runner last reported them. */
