@@ -6,6 +6,8 @@
  */
 import { and, asc, count, eq, gt, inArray, or } from "drizzle-orm";
 import { displayPrefix, generateToken, hashToken, RUNNER_TOKEN_PREFIX } from "../../shared/auth/tokens";
+import type { Keyring } from "../../shared/crypto/keyring";
+import { deriveEdgeKey } from "../../shared/net/edge-forward";
 import { deployments, servers, type ServerFacts } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { ApiError } from "../../shared/http/errors";
@@ -21,13 +23,24 @@ const RUNNING_SHOWN = 100;
 
 const uniqueLabels = (labels: string[] | undefined) => [...new Set(labels ?? [])];
 
+/** Where a server's edge key lives (the keyring's additional data): it decrypts on this row only. */
+export const edgeKeyContext = (s: { orgId: string; id: string }) => ({ orgId: s.orgId, table: "servers", column: "edge_key", rowId: s.id });
+
+/**
+ * Registers a server. Its edge key (the key that signs requests forwarded to its edge,
+ * shared/net/edge-forward.ts) is derived from the runner token now, the only time the
+ * token is known here, and stored encrypted; the runner derives the same from its token.
+ */
 export async function createServer(
   db: Db,
+  keyring: Keyring,
   input: { orgId: string; userId: string; name: string; labels?: string[]; publicUrl?: string },
   now: Date,
 ): Promise<{ row: ServerRow; token: string }> {
   const token = generateToken(RUNNER_TOKEN_PREFIX);
   const tokenHash = await hashToken(token);
+  const id = newId("srv", now.getTime());
+  const edgeKeyCiphertext = await keyring.encrypt(await deriveEdgeKey(token), edgeKeyContext({ orgId: input.orgId, id }));
   const row = await db.transaction(async (tx) => {
     const [held] = await tx.select({ n: count() }).from(servers).where(eq(servers.orgId, input.orgId));
     if ((held?.n ?? 0) >= MAX_SERVERS_PER_ORG) {
@@ -36,13 +49,14 @@ export async function createServer(
     const [created] = await tx
       .insert(servers)
       .values({
-        id: newId("srv", now.getTime()),
+        id,
         orgId: input.orgId,
         name: input.name,
         labels: uniqueLabels(input.labels),
         publicUrl: input.publicUrl ?? null,
         tokenHash,
         tokenPrefix: displayPrefix(token),
+        edgeKeyCiphertext,
         createdBy: input.userId,
         createdAt: now,
         updatedAt: now,
