@@ -25,7 +25,7 @@ import { projectsRouter } from "./projects";
 import { settingsRouter } from "./settings";
 import { deploymentsApiRouter } from "./deployments";
 import { logsRouter } from "./logs";
-import { runnerJobsRouter, runnerProtocolRouter, serversRouter } from "./servers";
+import { runnerJobsRouter, runnerProtocolRouter, runnerStateRouter, serversRouter } from "./servers";
 import { healthRouter, PROBE_PATHS } from "./operations/health";
 import type { LoopProbe } from "./operations/readiness";
 
@@ -128,6 +128,7 @@ export function createApp(deps: AppDeps) {
     serversRouter,
     runnerProtocolRouter,
     runnerJobsRouter,
+    runnerStateRouter,
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);

@@ -2,3 +2,4 @@
 export { serversRouter } from "./routes";
 export { runnerProtocolRouter } from "./runner-protocol";
 export { runnerJobsRouter } from "./runner-jobs";
+export { runnerStateRouter } from "./runner-state";

@@ -4,8 +4,8 @@
  * transitions and serving state go through the runner's own store functions
  * (functions/self-hosted/runner/store.ts), the ones the in-process runner uses.
  */
-import { and, eq, isNull, or, sql } from "drizzle-orm";
-import { deployments } from "../../shared/db/schema";
+import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import { deployments, environments, projects } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import type { DeploymentRow } from "../deployments/store";
 import { appendLogLines, type LogKind, type LogStream, type NewLogLine } from "../logs/store";
@@ -84,4 +84,51 @@ export async function appendRunnerLogs(db: Db, d: DeploymentRow, lines: RunnerLo
     await tx.update(deployments).set({ runnerLogSeq: lastSeq }).where(eq(deployments.id, d.id));
     return { stored: unique.length, lastSeq };
   });
+}
+
+/** The server worked on the job: it claimed it (even if it failed since) or serves its app. Events and the job's leftovers are its to report. */
+export const workedOn = (d: DeploymentRow, serverId: string) => d.claimedBy === serverId || d.servedBy === serverId;
+
+/** Which of `ids` are deployments of the organization (the others are left out of a batch read, like unknown ids). */
+export async function deploymentIdsOfOrg(db: Db, orgId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .where(and(eq(deployments.orgId, orgId), inArray(deployments.id, ids)));
+  return rows.map((r) => r.id);
+}
+
+/** Which of `ids` are projects of the organization. */
+export async function projectIdsOfOrg(db: Db, orgId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .select({ id: projects.id })
+    .from(projects)
+    .where(and(eq(projects.orgId, orgId), inArray(projects.id, ids)));
+  return rows.map((r) => r.id);
+}
+
+/** The environment `id` of the organization; undefined for another organization's (404 alike). */
+export async function environmentOfOrg(db: Db, orgId: string, id: string) {
+  const [row] = await db
+    .select({ id: environments.id, name: environments.name, kind: environments.kind, autoRollback: environments.autoRollback })
+    .from(environments)
+    .where(and(eq(environments.id, id), eq(environments.orgId, orgId)));
+  return row;
+}
+
+/** The project `id` of the organization, when this server claimed or serves one of its deployments (its sandbox uid is the server's to know). */
+export async function projectWorkedOn(db: Db, orgId: string, projectId: string, serverId: string): Promise<{ found: boolean; worked: boolean }> {
+  const [project] = await db
+    .select({ id: projects.id })
+    .from(projects)
+    .where(and(eq(projects.id, projectId), eq(projects.orgId, orgId)));
+  if (!project) return { found: false, worked: false };
+  const [d] = await db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .where(and(eq(deployments.projectId, projectId), or(eq(deployments.claimedBy, serverId), eq(deployments.servedBy, serverId))))
+    .limit(1);
+  return { found: true, worked: d !== undefined };
 }

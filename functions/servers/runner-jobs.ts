@@ -57,10 +57,10 @@ const TAGS = ["Runner protocol"];
 /** How often a waiting claim looks again: a job queued meanwhile is claimed within this (plus the query). */
 const CLAIM_POLL_MS = 300;
 
-const NOT_YOURS = {
+export const NOT_YOURS = {
   description: "Not this server's (anymore): the lease is another's, or the job was canceled or finished. The runner stops working on it; do not retry.",
 };
-const NOT_FOUND = { description: "No such deployment in the server's organization" };
+export const NOT_FOUND = { description: "No such deployment in the server's organization" };
 
 /** The calling server (the guard set it on every `runner` route). */
 export function runnerOf(c: AppContext | Context) {
@@ -69,10 +69,11 @@ export function runnerOf(c: AppContext | Context) {
   return runner;
 }
 
-const notYours = () => new ApiError("conflict", "This job is not this server's: its lease is another's, or it was canceled or finished. Stop working on it.");
+export const notYours = () =>
+  new ApiError("conflict", "This job is not this server's: its lease is another's, or it was canceled or finished. Stop working on it.");
 
 /** The job of the calling server's organization (404 otherwise), after the server's job-call limit. */
-async function jobOf(c: AppContext, id: string): Promise<{ d: DeploymentRow; serverId: string }> {
+export async function jobOf(c: AppContext, id: string): Promise<{ d: DeploymentRow; serverId: string }> {
   const { serverId, orgId } = runnerOf(c);
   await takeJobCall(c.get("db"), serverId, c.get("clock")());
   const d = await deploymentOfOrg(c.get("db"), orgId, id);
@@ -95,7 +96,7 @@ async function ownJob(c: AppContext, id: string) {
 }
 
 /** Holds while the server serves the job's app. */
-async function servedJob(c: AppContext, id: string) {
+export async function servedJob(c: AppContext, id: string) {
   const job = await jobOf(c, id);
   if (!serves(job.d, job.serverId)) throw notYours();
   return job;
@@ -103,7 +104,7 @@ async function servedJob(c: AppContext, id: string) {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const jobRoute = <M extends "get" | "post" | "put" | "delete">(method: M, suffix: string) => ({
+export const jobRoute = <M extends "get" | "post" | "put" | "delete">(method: M, suffix: string) => ({
   method,
   path: `/runner/jobs/{id}${suffix}`,
   tags: TAGS,

@@ -19,7 +19,7 @@ import { CreatedServerSchema, ServerSchema } from "../../../functions/servers/sc
 import { LogPageSchema } from "../../../functions/logs/schema";
 import { EnsuredProjectSchema } from "../../../functions/projects/folder/ensure-schema";
 import { SourceLinkSchema } from "../../../functions/servers/runner-jobs-schema";
-import { deployments } from "../../../shared/db/schema";
+import { deployments, notificationEvents } from "../../../shared/db/schema";
 import { deploymentHelpers } from "../../support/deployments";
 import { gitServerControl } from "../../support/git-control";
 import { folderClient } from "../../support/folder-client";
@@ -392,5 +392,93 @@ describe("runner protocol: rate limits", () => {
     }
     const after = await row(d.id);
     expect(after).toMatchObject({ status: "deploying", leaseExpiresAt: before.leaseExpiresAt, runnerLogSeq: 0 });
+  });
+});
+
+describe("runner protocol: events, leftovers, autoRollback and the reconcile reads", () => {
+  it("every remaining RunnerControl method has its route: the server's own jobs only (409 for another server's, 404 for another organization's)", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    const p = await gitProject(t);
+    const s = await register(t);
+    const s2 = await register(t);
+    const foreign = await register(other);
+    const live = async (id: string) => {
+      expect(await claimed(s.token)).toBe(id);
+      await expectStatus(await job(s.token, id, "/advance", { json: { from: ["building"], to: "deploying" } }), 200);
+      await expectStatus(await h.request(`/api/runner/jobs/${id}/serving`, { method: "PUT", token: s.token, json: { port: 40300 } }), 204);
+      await expectStatus(await job(s.token, id, "/ready"), 200);
+    };
+    const d1 = await queued(t, { projectId: p.id, serverId: s.id });
+    await live(d1.id);
+    const envId = (await row(d1.id)).environmentId;
+    const post = (token: string, path: string, json?: unknown) => h.request(`/api/runner${path}`, { method: "POST", token, json });
+
+    // An event about the job: the organization, project and deployment are the job's.
+    const event = { category: "deploy.succeeded", title: "Deployed", message: "live", data: { deploymentId: "dpl_forged" } };
+    await expectStatus(await job(s.token, d1.id, "/events", { json: event }), 204);
+    await expectProblem(await job(s2.token, d1.id, "/events", { json: event }), 409);
+    await expectProblem(await job(foreign.token, d1.id, "/events", { json: event }), 404);
+    expect((await expectProblem(await job(s.token, d1.id, "/events", { json: { ...event, category: "member.joined" } }), 400)).field).toBe("category");
+    const stored = await h.db.select().from(notificationEvents).where(eq(notificationEvents.orgId, t.orgId));
+    expect(stored.map((e) => [e.category, (e.data as { deploymentId: string }).deploymentId])).toEqual([["deploy.succeeded", d1.id]]);
+
+    // The environment, its current deployment; another organization's is 404.
+    expect(await expectStatus(await h.request(`/api/runner/environments/${envId}`, { token: s.token }), 200)).toEqual({
+      name: "production",
+      autoRollback: true,
+    });
+    expect((await expectStatus(await h.request(`/api/runner/environments/${envId}/current`, { token: s.token }), 200)).deployment.id).toBe(d1.id);
+    await expectProblem(await h.request(`/api/runner/environments/${envId}/current`, { token: foreign.token }), 404);
+
+    // A newer one replaces it; the rollback target of the newer is the older, promoted by the server serving it.
+    const d2 = await queued(t, { projectId: p.id, serverId: s.id });
+    await live(d2.id);
+    expect((await expectStatus(await get(s.token, d2.id, "/rollback-target"), 200)).deployment.id).toBe(d1.id);
+    await expectProblem(await get(s2.token, d2.id, "/rollback-target"), 409);
+    await expectProblem(await job(s2.token, d1.id, "/promote"), 409);
+    expect(await expectStatus(await job(s.token, d1.id, "/promote"), 200)).toMatchObject({ id: d1.id, current: true });
+    const superseded = await expectStatus(await h.request(`/api/runner/environments/${envId}/superseded?keep=0`, { token: s.token }), 200);
+    expect(superseded.ids).toEqual([d2.id]);
+    expect((await expectStatus(await h.request(`/api/runner/environments/${envId}/superseded?keep=0`, { token: s2.token }), 200)).ids).toEqual([]);
+    await expectStatus(await job(s.token, d2.id, "/pruned"), 204);
+    expect((await row(d2.id)).prunedAt).not.toBeNull();
+    await expectProblem(await job(s.token, d2.id, "/promote"), 409);
+
+    // Leftovers: the kept build's size, the source archive (a git job has none: a no-op).
+    await expectStatus(await h.request(`/api/runner/jobs/${d1.id}/work-dir-bytes`, { method: "PUT", token: s.token, json: { bytes: 4096 } }), 204);
+    expect((await row(d1.id)).workDirBytes).toBe(4096);
+    await expectProblem(await h.request(`/api/runner/jobs/${d1.id}/work-dir-bytes`, { method: "PUT", token: s2.token, json: { bytes: 1 } }), 409);
+    await expectStatus(await h.request(`/api/runner/jobs/${d1.id}/source`, { method: "DELETE", token: s.token }), 204);
+    await expectProblem(await h.request(`/api/runner/jobs/${d1.id}/source`, { method: "DELETE", token: foreign.token }), 404);
+
+    // The project's sandbox uid: stable, for a server that worked on the project only.
+    const uid = (token: string) => h.request(`/api/runner/projects/${p.id}/sandbox-uid?first=300000&last=300999`, { token });
+    const first = (await expectStatus(await uid(s.token), 200)).uid;
+    expect(first).toBeGreaterThanOrEqual(300000);
+    expect((await expectStatus(await uid(s.token), 200)).uid).toBe(first);
+    await expectProblem(await uid(s2.token), 409);
+    await expectProblem(await uid(foreign.token), 404);
+
+    // The reconcile reads: another organization's ids are left out like unknown ones.
+    await h.db
+      .update(deployments)
+      .set({ updatedAt: new Date(Date.now() - 60_000), lastRequestAt: null })
+      .where(eq(deployments.id, d1.id));
+    for (const [token, mine] of [
+      [s.token, true],
+      [foreign.token, false],
+    ] as const) {
+      expect((await expectStatus(await post(token, "/projects/alive", { ids: [p.id, "prj_doesnotexist"] }), 200)).ids).toEqual(mine ? [p.id] : []);
+      expect((await expectStatus(await post(token, "/deployments/still-serving", { ids: [d1.id, d2.id] }), 200)).ids).toEqual(mine ? [d1.id] : []);
+      const idle = await expectStatus(await post(token, "/deployments/idle", { ids: [d1.id], cutoff: new Date().toISOString() }), 200);
+      expect(idle.ids).toEqual(mine ? [d1.id] : []);
+      const statuses = await expectStatus(await post(token, "/deployments/statuses", { ids: [d1.id, "dpl_doesnotexist"] }), 200);
+      expect(statuses.statuses).toEqual(mine ? { [d1.id]: "ready" } : {});
+    }
+    expect(await expectStatus(await post(s.token, "/wake-always-on"), 200)).toEqual({ woken: 0 });
+    const tooMany = Array.from({ length: 1001 }, (_, i) => `dpl_${i}`);
+    expect((await expectProblem(await post(s.token, "/deployments/statuses", { ids: tooMany }), 400)).field).toBe("ids");
+    await expectProblem(await h.request("/api/runner/deployments/statuses", { method: "POST", token: t.token, org: t.orgId, json: { ids: [] } }), 403);
   });
 });
