@@ -23,3 +23,29 @@ export async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T
     await client.end().catch(() => {});
   }
 }
+
+/** One figure of a benchmark, for `npm run bench:all`'s table (bench/all.ts, bench/RESULTS.md). */
+export interface BenchResult {
+  /** What is measured, e.g. "GET /api/settings throughput". */
+  measure: string;
+  /** The figure with its unit, e.g. "4,210 req/s". */
+  figure: string;
+  /** The floor it is compared with in the same run (with its unit), or null when the target is absolute. */
+  floor: string | null;
+  /** figure / floor where that reads as a ratio (the direction the target states), else null. */
+  ratio: number | null;
+  /** The target as the issue states it, e.g. "≥ 0.9x the bare route". */
+  target: string;
+  met: boolean;
+}
+
+/** The line bench/all.ts collects: a marker and the result as JSON (one line, after the benchmark's own output). */
+export const RESULT_MARKER = "bench-result ";
+
+/** Prints a result for bench:all; a benchmark run on its own prints the same line (readable, and greppable). */
+export function report(result: BenchResult): void {
+  console.log(`${RESULT_MARKER}${JSON.stringify(result)}`);
+}
+
+/** 4210.4 → "4,210". */
+export const thousands = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });

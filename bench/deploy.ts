@@ -31,6 +31,7 @@ import { loadNodeConfig } from "../functions/self-hosted/config";
 import { freshDatabase } from "../test/support/fresh-database";
 import { startGitServer } from "../test/support/git-server";
 import { pushApp, REGISTRY_DEPENDENCY_PACKAGE } from "../test/support/runner-harness";
+import { report } from "./common";
 
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -229,6 +230,14 @@ async function main() {
     console.log(`runner, sandboxed: POST /api/deployments → ready, median of ${RUNS}: ${fmt(s)} (${times.sandbox.map(fmt).join(", ")})`);
     console.log(`runner, RUNNER_SANDBOX=off: median of ${RUNS}: ${fmt(u)} (${times.unconfined.map(fmt).join(", ")})`);
     console.log(`by hand: ${what}, median of ${RUNS}: ${fmt(h)} (${times.hand.map(fmt).join(", ")})`);
+    report({
+      measure: "deployment, sandboxed runner: queued → ready",
+      figure: fmt(s),
+      floor: `${fmt(h)} (the same commands by hand)`,
+      ratio: s / h,
+      target: "≤ 1.15x",
+      met: Number((s / h).toFixed(2)) <= 1.15,
+    });
     console.log(
       `ratio sandboxed / by hand: ${(s / h).toFixed(2)}x (target ≤ 1.15x); unconfined / by hand: ${(u / h).toFixed(2)}x; sandbox / unconfined: ${(s / u).toFixed(2)}x`,
     );

@@ -15,6 +15,7 @@ import { promisify } from "node:util";
 import { listRemote } from "../shared/git/ls-remote";
 import { createNodeGitFetch } from "../shared/git/node-fetch";
 import { startGitServer } from "../test/support/git-server";
+import { report } from "./common";
 
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
@@ -64,6 +65,14 @@ async function main() {
       console.log(`  listRemote v0 (2 requests)  ${fmt(v0.median)} / ${fmt(v0.p90)}`);
       console.log(`  git ls-remote (v2, process) ${fmt(git.median)} / ${fmt(git.p90)}`);
       console.log(`  ratio listRemote v2 / git   ${(v2.median / git.median).toFixed(2)}`);
+      report({
+        measure: `git listRemote (v2), ${check.branches.length} branches, median`,
+        figure: fmt(v2.median),
+        floor: `${fmt(git.median)} (git ls-remote)`,
+        ratio: v2.median / git.median,
+        target: "≤ 1.00x",
+        met: v2.median <= git.median,
+      });
     }
   } finally {
     await server.close();

@@ -37,7 +37,7 @@ import { readArchive } from "../functions/projects/folder/tar-reader";
 import { webGunzip } from "../shared/storage/gunzip";
 import { nodeGunzip } from "../shared/storage/gunzip-node";
 import { MAX_UPLOAD_BYTES, SCAN_LIMITS } from "../shared/storage/limits";
-import { intEnv } from "./common";
+import { intEnv, report } from "./common";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
@@ -307,6 +307,22 @@ async function bench() {
     console.log(
       `  scan / tar time        ${(soloMs / tarMs).toFixed(2)} stand-alone, ${(apiMs / tarMs).toFixed(2)} through the API (target <= 1.50: ${soloMs / tarMs <= 1.5 ? "met" : "NOT met"})`,
     );
+    report({
+      measure: "folder upload: relay memory growth (cold, warm)",
+      figure: `+${mem(cold)}, +${mem(warm)}`,
+      floor: null,
+      ratio: null,
+      target: "< 64 MiB",
+      met: cold < 64 * MiB && warm < 64 * MiB,
+    });
+    report({
+      measure: "folder upload: scan time (stand-alone)",
+      figure: `${(soloMs / 1000).toFixed(2)} s`,
+      floor: `${(tarMs / 1000).toFixed(2)} s (tar -tzf)`,
+      ratio: soloMs / tarMs,
+      target: "≤ 1.50x",
+      met: soloMs / tarMs <= 1.5,
+    });
     console.log(`  scan / tar time, DecompressionStream on Node: ${(webMs / tarMs).toFixed(2)} (informational: the Worker uses it, on workerd)`);
     console.log(
       `  scan / tar peak RSS    ${(median(soloRuns.map((r) => r.peak)) / tarRss).toFixed(1)}× (whole stand-alone process, runtime and loaded modules included); the scan's own growth: +${mem(median(soloRuns.map((r) => r.growth)))} against tar's whole ${mem(tarRss)}`,
