@@ -19,3 +19,4 @@ export * from "./sessions";
 export * from "./runner";
 export * from "./servers";
 export * from "./idempotency";
+export * from "./instance";
