@@ -83,6 +83,7 @@ const create = defineRoute({
     "Answers 201 with the `queued` deployment; the self-hosted runner builds it.",
   ].join(" "),
   permission: "project:write",
+  idempotent: true,
   request: { body: jsonRequest(CreateBody) },
   responses: {
     201: jsonResponse(DeploymentSchema, "The queued deployment"),

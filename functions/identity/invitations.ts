@@ -25,6 +25,7 @@ const create = defineRoute({
   summary: "Invite an e-mail address to the organization",
   description: "Returns the invitation code once. Only an owner may invite another owner.",
   permission: "org:admin",
+  idempotent: true,
   request: { params: OrgIdParam, body: jsonRequest(z.strictObject({ email: Email, role: RoleSchema })) },
   responses: {
     201: jsonResponse(

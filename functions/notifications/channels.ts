@@ -35,6 +35,7 @@ const create = defineRoute({
   description:
     "New channels start `enabled: true`. `in_app` channels start verified; every other kind starts `verified: false` and receives nothing until verified (PATCH `verified: true`, or a successful test send). A webhook channel without `config.signingSecret` gets a generated `whsec_` secret, returned once as `signingSecret`. Secrets (signing secrets, chat webhook URLs) are stored encrypted and never returned.",
   permission: "notifications:write",
+  idempotent: true,
   request: { body: jsonRequest(CreateChannelBody) },
   responses: { 201: jsonResponse(CreatedChannelSchema, "The channel") },
 });

@@ -33,6 +33,7 @@ const create = defineRoute({
   summary: "Create a project (records it; does not deploy)",
   description: `Only \`name\` is required. Defaults: framework \`auto\` (detected at build time), no source, default resources, a \`production\` environment, the free route \`<slug>.<shared domain>\` reserved but \`pending\` until synced. The slug is derived from the name (lower-case letters, digits and \`-\`, at most 40 characters, \`project\` when empty), unique across the deployment (a random 6-character suffix is added when taken) and never changes. ${STATUS_DOC}`,
   permission: "project:write",
+  idempotent: true,
   request: { body: jsonRequest(CreateProjectBody) },
   responses: { 201: jsonResponse(ProjectSchema, "The new project (status `created`)") },
 });

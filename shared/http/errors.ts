@@ -11,6 +11,7 @@ export type ProblemCode =
   | "conflict"
   | "payload_too_large"
   | "unsupported_media_type"
+  | "unprocessable"
   | "too_many_requests"
   | "internal"
   | "bad_gateway";
@@ -23,6 +24,8 @@ const STATUS: Record<ProblemCode, { status: number; title: string }> = {
   conflict: { status: 409, title: "Conflict" },
   payload_too_large: { status: 413, title: "Payload Too Large" },
   unsupported_media_type: { status: 415, title: "Unsupported Media Type" },
+  /** Not a validation failure (those are 400): a well-formed request that contradicts an earlier one (an Idempotency-Key reused with another body). */
+  unprocessable: { status: 422, title: "Unprocessable Content" },
   too_many_requests: { status: 429, title: "Too Many Requests" },
   internal: { status: 500, title: "Internal Server Error" },
   /** An upstream this request depends on (a git host) is unreachable or answered badly. */

@@ -12,6 +12,7 @@ import type { Access } from "./guard";
 import { guard } from "./guard";
 import { formatBytes, jsonBody, MAX_JSON_BODY_BYTES } from "./json-body";
 import { safeQuery } from "./safe-text";
+import { IDEMPOTENCY_DESCRIPTION, IDEMPOTENCY_HEADER, idempotency } from "./idempotency";
 import { ERROR_RESPONSES, problem } from "./problem-schema";
 
 type Config = Omit<RouteConfig, "middleware"> & {
@@ -20,10 +21,31 @@ type Config = Omit<RouteConfig, "middleware"> & {
   bodyLimit?: number;
   /** A self-hosted-only per-project route (route rules, transfers): never forwarded to the cloud for a cloud project. */
   selfHostedOnly?: true;
+  /** A creating POST a script may retry with `Idempotency-Key` (shared/http/idempotency.ts). */
+  idempotent?: true;
 };
 
 /** The `X-Organization-Id` header parameter, registered once by createApp. */
 export const ORGANIZATION_HEADER_REF = "#/components/parameters/OrganizationId";
+
+/** The `Idempotency-Key` header parameter and its answers, the same on every idempotent route. */
+const IDEMPOTENCY_PARAMETER = {
+  name: IDEMPOTENCY_HEADER,
+  in: "header",
+  required: false,
+  description: IDEMPOTENCY_DESCRIPTION,
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+} as const;
+const IDEMPOTENCY_409 = "a request with the same `Idempotency-Key` is still running (retry shortly)";
+
+/** The 409 and 422 of an idempotent route; a 409 the route declares itself keeps its description, extended. */
+function idempotencyResponses(responses: RouteConfig["responses"]): RouteConfig["responses"] {
+  const own = responses[409] as { description?: string } | undefined;
+  return {
+    409: problem(own?.description ? `${own.description}; or ${IDEMPOTENCY_409}` : `Conflict: ${IDEMPOTENCY_409}`),
+    422: problem("The `Idempotency-Key` was used with another request in the last 24 hours"),
+  };
+}
 
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
@@ -51,13 +73,19 @@ function withProblemBodies(responses: RouteConfig["responses"]): RouteConfig["re
 }
 
 export function defineRoute<const C extends Config>(config: C) {
-  const { permission, bodyLimit = MAX_JSON_BODY_BYTES, selfHostedOnly, ...route } = config;
+  const { permission, bodyLimit = MAX_JSON_BODY_BYTES, selfHostedOnly, idempotent, ...route } = config;
   const hasBody = Boolean(route.request?.body);
   // Per-project routes of a project living in the linked cloud are forwarded there (after the permission check here).
   const forward = route.path.startsWith("/projects/{id}") && !selfHostedOnly ? { bodyLimit } : undefined;
-  const middleware = [guard(permission, forward), safeQuery, ...(hasBody ? [jsonBody(bodyLimit)] : [])];
+  const middleware = [
+    guard(permission, forward),
+    safeQuery,
+    ...(hasBody ? [jsonBody(bodyLimit)] : []),
+    ...(idempotent ? [idempotency(`${route.method.toUpperCase()} /api${route.path}`)] : []),
+  ];
   // Every authenticated route acts on the active organization, except those naming it in the path.
   const orgHeader = permission !== "public" && permission !== "runner" && !route.path.includes("{orgId}");
+  const parameters = [...(orgHeader ? [{ $ref: ORGANIZATION_HEADER_REF }] : []), ...(idempotent ? [IDEMPOTENCY_PARAMETER] : [])];
   return createRoute({
     operationId: operationIdOf(route.method, route.path),
     ...route,
@@ -65,14 +93,15 @@ export function defineRoute<const C extends Config>(config: C) {
     "x-permission": permission,
     ...(selfHostedOnly ? { "x-self-hosted-only": true } : {}),
     ...(hasBody ? { "x-body-limit": bodyLimit } : {}),
-    ...(orgHeader ? { parameters: [{ $ref: ORGANIZATION_HEADER_REF }] } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
     security: permission === "public" ? [] : [{ bearerAuth: [] }],
     responses: withProblemBodies({
       ...ERROR_RESPONSES,
       ...(hasBody ? { 413: problem(`The body is larger than ${formatBytes(bodyLimit)}`) } : {}),
       ...route.responses,
+      ...(idempotent ? idempotencyResponses(route.responses) : {}),
     }),
-  } as unknown as Omit<C, "permission" | "bodyLimit" | "selfHostedOnly"> & {
+  } as unknown as Omit<C, "permission" | "bodyLimit" | "selfHostedOnly" | "idempotent"> & {
     middleware: typeof middleware;
     responses: C["responses"] & typeof ERROR_RESPONSES;
   });

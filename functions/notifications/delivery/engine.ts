@@ -43,6 +43,7 @@ import { toBase64Url, randomBytes } from "../../../shared/crypto/encoding";
 import { categoryOf } from "../categories";
 import { DELIVERY_LIMITS, deliveryTakes, describeLimit, type DeliveryLimits } from "../limits";
 import { pruneRateLimits, returnRateLimits, takeRateLimits, type Take } from "../rate-limit";
+import { pruneIdempotencyKeys } from "../../../shared/http/idempotency";
 import type { NotificationMessage } from "./payloads";
 import { sendToChannel, type Transports } from "./send";
 import { describeError } from "../../../shared/http/error-log";
@@ -69,7 +70,7 @@ export const DEFAULT_POLICY: DeliveryPolicy = {
   limits: DELIVERY_LIMITS,
 };
 
-// Stale rate-limit windows are deleted at most this often per engine (each Worker drain is a new engine).
+// Stale rate-limit windows and expired Idempotency-Keys are deleted at most this often per engine (each Worker drain is a new engine), a batch of each.
 const PRUNE_EVERY_MS = 60_000;
 
 export interface EngineDeps {
@@ -345,6 +346,7 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     prunedAt = now.getTime();
     try {
       await pruneRateLimits(db, now);
+      await pruneIdempotencyKeys(db, now);
     } catch (e) {
       logger.error("rate-limit prune failed", describeError(e));
     }
