@@ -10,9 +10,11 @@
 import { parseArgs } from "node:util";
 import { deploy, summary } from "./deploy";
 import { formatBuildLine, logs } from "./logs";
+import { runnerMain } from "./runner";
 
 export const USAGE = `Usage: wsp deploy <folder> [options]
        wsp logs <project> [options]
+       wsp runner --api <url> [options]   attach this machine as a build server (wsp runner --help)
 
 deploy: packs the folder (honouring .gitignore and .dockerignore), uploads it,
 detects its build configuration, creates or updates the project, queues its
@@ -77,6 +79,8 @@ export interface MainOptions {
 }
 
 export async function main(argv: string[], io: Io, options: MainOptions = {}): Promise<number> {
+  // wsp runner: a long-running process with options of its own (./runner.ts).
+  if (argv[0] === "runner") return runnerMain(argv.slice(1), io);
   let parsed: ReturnType<typeof parseCliArgs>;
   try {
     parsed = parseCliArgs(argv);

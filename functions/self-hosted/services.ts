@@ -36,10 +36,9 @@ import { listenPgliteChannel, listenPostgresChannel } from "../../shared/db/list
 import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
 import type { NodeConfig, RunnerSettings } from "./config";
-import { createRunner, type Runner } from "./runner/runner";
+import type { Runner } from "./runner/runner";
+import { createRunnerCore } from "./runner/core";
 import { createDbControl } from "./runner/db-control";
-import { createSandbox, type Sandbox, SandboxUnavailable, sandboxKey } from "./runner/sandbox/sandbox";
-import { createSupervisor } from "./runner/supervisor";
 import { apiHostnames } from "./api-hosts";
 import { relayRouter } from "./uploads/relay";
 import type { LoopProbe } from "../operations/readiness";
@@ -74,24 +73,6 @@ export interface NodeServices {
   close(): Promise<void>;
 }
 
-/**
- * The runner's sandbox, or undefined when it cannot work here (bubblewrap
- * missing, not root, namespaces refused): the runner is then not started (the
- * API and edge still serve; deployments wait in the queue for a runner that
- * can confine them) and the reason is logged. RUNNER_SANDBOX=off is warned about.
- */
-async function sandboxOrWhyNot(settings: RunnerSettings, logger: Logger): Promise<Sandbox | undefined> {
-  try {
-    const sandbox = await createSandbox(settings.sandbox, sandboxKey(settings.id));
-    if (!sandbox.confined) logger.error("runner_sandbox_off", { message: sandbox.describe() });
-    return sandbox;
-  } catch (error) {
-    if (!(error instanceof SandboxUnavailable)) throw error;
-    logger.error("runner_not_started", { reason: error.message });
-    return undefined;
-  }
-}
-
 export async function createNodeServices(
   config: NodeConfig,
   database: PgliteDatabase | PostgresDatabase,
@@ -122,22 +103,18 @@ export async function createNodeServices(
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
 
   const runnerSettings = { ...config.runner, ...overrides.runner };
-  const sandbox = runnerSettings.enabled ? await sandboxOrWhyNot(runnerSettings, logger) : undefined;
-  // The in-process runner reaches the control plane through the database (one runner core; a remote runner's transport is HTTP).
-  const control = sandbox ? createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }) : undefined;
-  const runner =
-    sandbox && control
-      ? createRunner({
-          control,
-          gitHosts: config.gitHosts,
-          settings: runnerSettings,
-          dataDir: config.dataDir,
-          logger,
-          createSupervisor,
-          sandbox,
-          allowPrivate: config.outboundAllowPrivate,
-        })
-      : undefined;
+  // The in-process runner reaches the control plane through the database (one runner core; `wsp runner`'s transport is HTTP).
+  const core = runnerSettings.enabled
+    ? await createRunnerCore({
+        settings: runnerSettings,
+        gitHosts: config.gitHosts,
+        dataDir: config.dataDir,
+        logger,
+        allowPrivate: config.outboundAllowPrivate,
+        control: () => createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }),
+      })
+    : undefined;
+  const { runner, sandbox, control } = core ?? {};
 
   // Before the edge loads its routes: the apps of this runner's previous run are gone, their ports may be another process's now.
   await control?.forgetPorts();

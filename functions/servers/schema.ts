@@ -65,6 +65,7 @@ export const HeartbeatBody = z.strictObject({
   capacity: z.int().min(0).max(1024).optional().openapi({ description: "How many jobs it runs at once (`--concurrency`)" }),
   sandbox: Facts.optional().openapi({ description: "What its sandbox supports (e.g. `bubblewrap`, `cgroups`)" }),
   limits: Facts.optional().openapi({ description: "The limits it enforces (e.g. `memoryMb`, `pids`)" }),
+  labels: Labels.optional().openapi({ description: "The labels it was started with (`wsp runner --labels`): they replace the server's, as PATCH would" }),
 });
 
 const Reported = {

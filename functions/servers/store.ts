@@ -198,7 +198,7 @@ export async function deleteServer(db: Db, orgId: string, id: string, now: Date)
 export async function recordHeartbeat(
   db: Db,
   serverId: string,
-  report: { version?: string; capacity?: number; sandbox?: ServerFacts; limits?: ServerFacts },
+  report: { version?: string; capacity?: number; sandbox?: ServerFacts; limits?: ServerFacts; labels?: string[] },
   now: Date,
 ): Promise<ServerRow | undefined> {
   const [row] = await db
@@ -209,6 +209,7 @@ export async function recordHeartbeat(
       ...(report.capacity !== undefined ? { capacity: report.capacity } : {}),
       ...(report.sandbox !== undefined ? { sandbox: report.sandbox } : {}),
       ...(report.limits !== undefined ? { limits: report.limits } : {}),
+      ...(report.labels !== undefined ? { labels: report.labels } : {}),
     })
     .where(eq(servers.id, serverId))
     .returning();
