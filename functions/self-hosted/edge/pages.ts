@@ -16,7 +16,11 @@ export type EdgeReason =
   | "waking"
   | "too_long"
   | "bad_request"
-  | "unknown_host";
+  | "unknown_host"
+  | "not_forwarded"
+  | "server_unkeyed"
+  | "server_no_url"
+  | "server_unreachable";
 
 const TEXT: Record<EdgeReason, { status: number; title: string; message: string }> = {
   disabled: { status: 503, title: "Project disabled", message: "This project is disabled by its owner." },
@@ -29,9 +33,32 @@ const TEXT: Record<EdgeReason, { status: number; title: string; message: string 
   bad_request: { status: 400, title: "Bad request", message: "The request could be read more than one way (its framing, Host or path), so it is refused." },
   unknown_host: { status: 404, title: "No app here", message: "No app is served at this address. Check the hostname." },
   too_long: { status: 414, title: "URI too long", message: "The request target is longer than this server takes." },
+  // Forwarding to build servers (issue 22): the server's edge refusing a request, and the forwarding edge unable to forward.
+  not_forwarded: {
+    status: 403,
+    title: "Forbidden",
+    message: "This server's edge serves only requests forwarded and signed by its control plane: use the app's address.",
+  },
+  server_unkeyed: {
+    status: 503,
+    title: "Server cannot be reached",
+    message:
+      "The build server running this app was registered before forwarding existed and has no edge key: register it again (a new runner token) to serve its apps here.",
+  },
+  server_no_url: {
+    status: 503,
+    title: "Server cannot be reached",
+    message: "The build server running this app has no public URL to forward requests to: set its publicUrl.",
+  },
+  server_unreachable: { status: 502, title: "Server not answering", message: "The build server running this app did not answer." },
 };
 
 export const statusOf = (reason: EdgeReason) => TEXT[reason].status;
+
+/** The page for `reason` (the Worker's edge answers with it too). */
+export function pageOf(reason: EdgeReason): { status: number; html: string } {
+  return { status: statusOf(reason), html: body(reason) };
+}
 
 function body(reason: EdgeReason): string {
   const t = TEXT[reason];

@@ -13,9 +13,17 @@
  * received, no body as none. An upstream connection returns to the pool only
  * after a whole, well-framed exchange: an app that answers before the body was
  * all sent, or whose answer's framing is doubtful, loses its connection.
+ *
+ * The upstream is an app's port on loopback, or (forwarding to a build server,
+ * issue 22) a server's edge at its public URL: the request then goes there with
+ * the server's Host and the signed headers (shared/net/edge-forward.ts) instead
+ * of the `X-Forwarded-*` ones, under the same framing rules both ways. The
+ * signed headers a client sent itself are never passed on, to an app or a server.
  */
-import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
+import { type ClientRequest, type IncomingMessage, request as httpRequest, type RequestOptions, type ServerResponse } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
+import { FORWARD_HEADER_NAMES } from "../../../shared/net/edge-forward";
 import type { BodyFraming } from "./framing";
 import { sendPage, sendPageOnSocket } from "./pages";
 
@@ -30,7 +38,7 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
-const FORWARDED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"]);
+const FORWARDED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", ...FORWARD_HEADER_NAMES]);
 /** An app that accepted the connection but sends no response head within this is answered 502. */
 export const UPSTREAM_HEADERS_TIMEOUT_MS = 60_000;
 /** After one side of an upgraded connection ends, how long the other may still send before both close. */
@@ -42,7 +50,12 @@ export interface Forwarding {
   /** X-Forwarded-For as received, kept only when the peer is a trusted proxy (its chain continues). */
   forwardedFor?: string;
   proto: "http" | "https";
+  /** The Host the app gets, when it is not the request's own (a server's edge passes the one the forwarding edge received). */
+  host?: string;
 }
+
+/** Where a request goes: an app's port on loopback, or a build server's edge (its public URL's origin) with the signed headers. */
+export type Upstream = number | { origin: URL; signed: Record<string, string> };
 
 /** Tokens of the Connection header(s): the extra hop-by-hop names. */
 function connectionTokens(raw: string[]): Set<string> {
@@ -67,11 +80,47 @@ function endToEnd(raw: string[], keep: ReadonlySet<string> = new Set()): string[
   return out;
 }
 
+/** `headers` without Host, then `host` first. */
+function replaceHost(headers: string[], host: string): string[] {
+  const out = ["Host", host];
+  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() !== "host") out.push(headers[i]!, headers[i + 1]!);
+  return out;
+}
+
 function withForwarding(headers: string[], req: IncomingMessage, f: Forwarding): string[] {
   const chain = f.forwardedFor ? `${f.forwardedFor}, ${f.clientAddress}` : f.clientAddress;
-  const out = [...headers, "X-Forwarded-For", chain, "X-Forwarded-Proto", f.proto];
-  if (req.headers.host) out.push("X-Forwarded-Host", req.headers.host);
+  const host = f.host ?? req.headers.host;
+  const out = [...(f.host ? replaceHost(headers, f.host) : headers), "X-Forwarded-For", chain, "X-Forwarded-Proto", f.proto];
+  if (host) out.push("X-Forwarded-Host", host);
   return out;
+}
+
+/** The request to the upstream: the app on loopback with the forwarding headers, or a server's edge with its own Host and the signed headers. */
+function openUpstream(
+  upstream: Upstream,
+  req: IncomingMessage,
+  target: string,
+  headers: string[],
+  f: Forwarding,
+  options: Pick<RequestOptions, "timeout" | "agent">,
+): ClientRequest {
+  if (typeof upstream === "number") {
+    const all = withForwarding(headers, req, f) as unknown as Record<string, string>;
+    return httpRequest({ host: "127.0.0.1", port: upstream, method: req.method, path: target, headers: all, ...options });
+  }
+  const { origin, signed } = upstream;
+  const all = replaceHost(headers, origin.host);
+  for (const [name, value] of Object.entries(signed)) all.push(name, value);
+  const send = origin.protocol === "https:" ? httpsRequest : httpRequest;
+  return send({
+    protocol: origin.protocol,
+    hostname: origin.hostname.replace(/^\[|\]$/g, ""),
+    port: origin.port || undefined,
+    method: req.method,
+    path: target,
+    headers: all as unknown as Record<string, string>,
+    ...options,
+  });
 }
 
 export interface ProxyResult {
@@ -97,7 +146,14 @@ function ambiguousAnswer(raw: string[]): boolean {
  * `target`: the request target sent to the app (the edge's normalized path and the original query, see request-path.ts).
  * `body`: how the request's body is framed (framing.ts).
  */
-export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: number, target: string, f: Forwarding, body: BodyFraming): Promise<ProxyResult> {
+export function proxyHttp(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstreamTo: Upstream,
+  target: string,
+  f: Forwarding,
+  body: BodyFraming,
+): Promise<ProxyResult> {
   return new Promise((resolve) => {
     let bytes = 0;
     let settled = false;
@@ -106,16 +162,9 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, port: numbe
       settled = true;
       resolve(r);
     };
-    const headers = withForwarding(endToEnd(req.rawHeaders), req, f);
+    const headers = endToEnd(req.rawHeaders);
     if (body === "chunked") headers.push("Transfer-Encoding", "chunked");
-    const upstream = httpRequest({
-      host: "127.0.0.1",
-      port,
-      method: req.method,
-      path: target,
-      headers: headers as unknown as Record<string, string>,
-      timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
-    });
+    const upstream = openUpstream(upstreamTo, req, target, headers, f, { timeout: UPSTREAM_HEADERS_TIMEOUT_MS });
     // Once the app's answer is complete nothing more can go wrong on this exchange (its connection is pooled or destroyed).
     let answered = false;
     const fail = () => {
@@ -180,7 +229,7 @@ function answerHead(status: number, message: string | undefined, headers: string
  * the client's connection is ended: bytes the client sent after the upgrade
  * request are never read as requests, so nothing passes the rules or the log.
  */
-export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, port: number, target: string, f: Forwarding): Promise<ProxyResult> {
+export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, upstreamTo: Upstream, target: string, f: Forwarding): Promise<ProxyResult> {
   return new Promise((resolve) => {
     let bytes = 0;
     let settled = false;
@@ -190,15 +239,7 @@ export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer,
       resolve(r);
     };
     const keep = new Set(["upgrade", "connection"]);
-    const upstream = httpRequest({
-      host: "127.0.0.1",
-      port,
-      method: req.method,
-      path: target,
-      headers: withForwarding(endToEnd(req.rawHeaders, keep), req, f) as unknown as Record<string, string>,
-      timeout: UPSTREAM_HEADERS_TIMEOUT_MS,
-      agent: false,
-    });
+    const upstream = openUpstream(upstreamTo, req, target, endToEnd(req.rawHeaders, keep), f, { timeout: UPSTREAM_HEADERS_TIMEOUT_MS, agent: false });
     let answered = false;
     const fail = () => {
       upstream.destroy();
