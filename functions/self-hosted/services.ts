@@ -131,6 +131,8 @@ export async function createNodeServices(
       : await listenPostgresChannel(config.databaseUrl!, EDGE_CHANNEL, { onMessage: routeChanged, onActive: routeTable.setActive });
   const edge = createEdge({
     db: database.db,
+    // Decrypts build servers' edge keys: requests for apps on a server are forwarded there, signed.
+    keyring,
     table: routeTable,
     logs: writer,
     logger,

@@ -32,6 +32,7 @@ const VALID_SAMPLES: Record<string, string[]> = {
   "^\\/[\\x21-\\x7e]*$": ["/", "/api", "/static/*.js", "/admin/**"],
   "^[1-5](?:xx|[0-9]{2})$": ["2xx", "5xx", "404", "101"],
   "^[A-Z]{1,16}$": ["GET", "POST", "PROPFIND"],
+  "^[\\x21-\\x7e]+$": ["3f2b8c1e-7d4a-4b8e-9c1a-2f6d5e4b3a21", "retry:42", "a"],
   "^[A-Za-z0-9][A-Za-z0-9._:=/-]{0,62}$": ["gpu", "region=eu", "arch/arm64", "node:22", "a"],
 };
 

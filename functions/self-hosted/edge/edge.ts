@@ -15,25 +15,36 @@
  * 502; proxy (with the normalized path) → the app's answer, or 502 when it does
  * not answer. Each request becomes a `request` log line (query
  * strings and headers are never stored: they carry secrets).
+ *
+ * A current deployment running on a build server (placement `server`, issue 22)
+ * is not proxied to a local port: once the server reports it listening (held
+ * like a local one meanwhile; a sleeping one is woken first), the request is
+ * forwarded to the server's public URL, streaming both ways, with the original
+ * Host, client address and deployment in headers signed with the server's edge
+ * key (shared/net/edge-forward.ts, functions/servers/forward-target.ts); the
+ * server's edge (server-edge.ts) serves only such requests. Route rules and the
+ * request log apply here, where the request is first received; the server
+ * applies neither again.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import type { Keyring } from "../../../shared/crypto/keyring";
 import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
+import { signForward } from "../../../shared/net/edge-forward";
 import type { LogWriter } from "../../logs/writer";
+import { forwardTarget } from "../../servers/forward-target";
 import { clientAddress, isTrustedPeer } from "./client-address";
 import { type BodyFraming, requestFraming } from "./framing";
 import { type EdgeReason, sendPage, sendPageOnSocket, statusOf } from "./pages";
-import { type Forwarding, proxyHttp, proxyUpgrade } from "./proxy";
+import { type Forwarding, proxyHttp, proxyUpgrade, type Upstream } from "./proxy";
+import { requestLogLine } from "./request-log";
 import { type RequestPath, requestPath } from "./request-path";
 import { hostnameOf, type RouteTable } from "./route-table";
 import { createRateBatcher } from "./rate-batcher";
 import { evaluateRules, type Refusal } from "./rules";
 import { type EdgeTarget, pruneEdgeRateLimits, touchDeployments, wakeDeployment } from "./store";
-
-/** Paths are logged up to this many characters. */
-const MAX_LOGGED_PATH = 2048;
 
 export interface Edge {
   /** Takes the request unless its Host is the API's (or absent); false: the API answers it. */
@@ -69,6 +80,8 @@ export interface EdgeDeps {
    * (`edge:<rule>:<client>` rows of `rate_limits`); 0: never. Default 60 s.
    */
   pruneEveryMs?: number;
+  /** Decrypts build servers' edge keys (forwarding); without it a deployment on a server is answered `server_unkeyed`. */
+  keyring?: Keyring;
 }
 
 /** How often a held request looks at the route table again. */
@@ -123,21 +136,38 @@ export function createEdge(deps: EdgeDeps): Edge {
   }
 
   /**
-   * A port for the request: the current deployment's, or, while it is starting
-   * (promoted, waking), the one it gets within holdMs; null when none.
+   * The target once its current deployment listens: at once, or, while it is starting
+   * (promoted, waking; on a build server too), when it does within holdMs; null when not.
    */
-  async function portFor(host: string | undefined, target: EdgeTarget): Promise<number | null> {
+  async function listening(host: string | undefined, target: EdgeTarget): Promise<EdgeTarget | null> {
     const d = target.deployment;
-    if (d?.port) return d.port;
+    if (d?.port) return target;
     if (d?.asleep && (await wakeDeployment(deps.db, d.id))) deps.onWake?.();
     const deadline = performance.now() + deps.holdMs;
     while (performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, HOLD_POLL_MS));
       const now = deps.table.lookup(host);
       if (!now?.deployment) return null;
-      if (now.deployment.port) return now.deployment.port;
+      if (now.deployment.port) return now;
     }
     return null;
+  }
+
+  /** A deployment on a build server: its edge's origin and this request's signed headers, or why it cannot be forwarded. */
+  async function remoteUpstream(req: IncomingMessage, target: EdgeTarget, forward: string, f: Forwarding): Promise<Upstream | Stop> {
+    const d = target.deployment!;
+    const found = deps.keyring && d.serverId ? await forwardTarget(deps.db, deps.keyring, d.serverId) : ({ refused: "server_unkeyed" } as const);
+    if ("refused" in found) return { reason: found.refused, ruleId: null, headers: {} };
+    const fields = {
+      method: req.method ?? "GET",
+      target: forward,
+      host: req.headers.host ?? "",
+      clientAddress: f.clientAddress,
+      proto: f.proto,
+      deploymentId: d.id,
+    };
+    // The server checks the signature's time against its own clock: the real time, never a test's.
+    return { origin: found.origin, signed: await signForward(found.edgeKey, fields, new Date()) };
   }
 
   /** A project with nothing deployed, read again: its deployment may have become current before the notification reached this table. */
@@ -155,7 +185,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     target: EdgeTarget,
     path: RequestPath | null,
     client: ReturnType<typeof clientAddress>,
-  ): Promise<Stop | { port: number; target: EdgeTarget }> {
+  ): Promise<Stop | { upstream: Upstream; target: EdgeTarget }> {
     if (!path) return { reason: "too_long", ruleId: null, headers: {} };
     if (target.disabled) return { reason: "disabled", ruleId: null, headers: {} };
     const refusal: Refusal | null = await evaluateRules(takeRate, target.rules, client, path.match, clock());
@@ -163,9 +193,11 @@ export function createEdge(deps: EdgeDeps): Edge {
     const serving = target.deployment ? target : await reread(req.headers.host, target);
     if (!serving?.deployment) return { reason: "not_deployed", ruleId: null, headers: {} };
     if (serving.deployment.crashed) return { reason: "bad_gateway", ruleId: null, headers: {} };
-    const port = await portFor(req.headers.host, serving);
-    if (port === null) return { reason: "waking", ruleId: null, headers: { "retry-after": "5" } };
-    return { port, target: serving };
+    const live = await listening(req.headers.host, serving);
+    if (live === null) return { reason: "waking", ruleId: null, headers: { "retry-after": "5" } };
+    if (!live.deployment!.remote) return { upstream: live.deployment!.port!, target: live };
+    const upstream = await remoteUpstream(req, live, path.forward, forwarding(req, client.text));
+    return typeof upstream === "object" && "reason" in upstream ? upstream : { upstream, target: live };
   }
 
   function record(
@@ -179,27 +211,9 @@ export function createEdge(deps: EdgeDeps): Edge {
     ruleId: string | null,
   ) {
     const durationMs = Math.round(performance.now() - started);
-    const shownPath = path.length > MAX_LOGGED_PATH ? path.slice(0, MAX_LOGGED_PATH) : path;
-    deps.logs.write({
-      orgId: target.orgId,
-      projectId: target.projectId,
-      deploymentId: target.deployment?.id ?? null,
-      kind: "request",
-      stream: "system",
-      at: clock(),
-      message: `${req.method} ${shownPath} ${status} ${durationMs}ms`,
-      fields: {
-        method: req.method,
-        host: req.headers.host ?? null,
-        path: shownPath,
-        status,
-        durationMs,
-        bytes,
-        clientAddress: client,
-        environment: target.environment,
-        rule: ruleId,
-      },
-    });
+    deps.logs.write(
+      requestLogLine(target, { method: req.method, host: req.headers.host ?? null, path, client, status, durationMs, bytes, ruleId, at: clock() }),
+    );
   }
 
   /** The client behind trusted proxies: X-Forwarded-For, else Forwarded's `for=` (shared/net/forwarded-client.ts). */
@@ -235,14 +249,14 @@ export function createEdge(deps: EdgeDeps): Edge {
     const client = clientOf(req);
     try {
       const gated = await gate(req, target, parsed, client);
-      if (!("port" in gated)) {
+      if (!("upstream" in gated)) {
         req.resume();
         const bytes = sendPage(res, gated.reason, gated.headers);
         record(req, target, path, client.text, started, statusOf(gated.reason), bytes, gated.ruleId);
         return;
       }
       touch(gated.target.deployment!.id);
-      const result = await proxyHttp(req, res, gated.port, parsed!.forward, forwarding(req, client.text), body);
+      const result = await proxyHttp(req, res, gated.upstream, parsed!.forward, forwarding(req, client.text), body);
       record(req, gated.target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_request_failed", { projectId: target.projectId, error: (error as Error).message });
@@ -258,14 +272,14 @@ export function createEdge(deps: EdgeDeps): Edge {
     const client = clientOf(req);
     try {
       const gated = await gate(req, target, parsed, client);
-      if (!("port" in gated)) {
+      if (!("upstream" in gated)) {
         sendPageOnSocket(socket, gated.reason, gated.headers);
         record(req, target, path, client.text, started, statusOf(gated.reason), 0, gated.ruleId);
         return;
       }
       touch(gated.target.deployment!.id);
       // Logged with the app's answer: 101 when a tunnel opened, else the status relayed (and the connection closed).
-      const result = await proxyUpgrade(req, socket, head, gated.port, parsed!.forward, forwarding(req, client.text));
+      const result = await proxyUpgrade(req, socket, head, gated.upstream, parsed!.forward, forwarding(req, client.text));
       record(req, gated.target, path, client.text, started, result.status, result.bytes, null);
     } catch (error) {
       deps.logger.error("edge_upgrade_failed", { projectId: target.projectId, error: (error as Error).message });

@@ -14,6 +14,7 @@ import {
   type RouteRuleConfig,
   type RouteRuleKind,
   routeRules,
+  servers,
   type SLEEP_MODES,
 } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
@@ -37,8 +38,22 @@ export interface EdgeTarget {
    * yet (a promote being started, an app asleep): the edge holds requests until
    * it is. A crashed one (the runner gave up restarting it) stays here so the
    * edge answers 502 (the app is failing), not 404 (nothing deployed).
+   *
+   * `remote`: it runs on a build server (placement `server`); `serverId` is that
+   * server (the one that reported serving it, else the one holding or required by
+   * its job; null while none is known). The edge forwards its requests there,
+   * signed, instead of to a local port, and `port` (the app's port on that
+   * server) only says whether it listens.
    */
-  deployment: { id: string; port: number | null; servedBy: string | null; asleep: boolean; crashed: boolean } | null;
+  deployment: {
+    id: string;
+    port: number | null;
+    servedBy: string | null;
+    asleep: boolean;
+    crashed: boolean;
+    remote: boolean;
+    serverId: string | null;
+  } | null;
   /** Enabled rules, in creation order. */
   rules: EdgeRule[];
 }
@@ -66,6 +81,9 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
         servedBy: deployments.servedBy,
         asleepAt: deployments.asleepAt,
         crashedAt: deployments.crashedAt,
+        placement: deployments.placement,
+        claimedBy: deployments.claimedBy,
+        serverId: deployments.serverId,
       })
       .from(deployments)
       .where(and(inArray(deployments.projectId, ids), eq(deployments.current, true))),
@@ -95,7 +113,17 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
       environment: e.name,
       disabled: p.disabledAt !== null,
       sleepMode: p.sleepMode,
-      deployment: d ? { id: d.id, port: d.port, servedBy: d.servedBy, asleep: d.asleepAt !== null, crashed: d.crashedAt !== null } : null,
+      deployment: d
+        ? {
+            id: d.id,
+            port: d.port,
+            servedBy: d.servedBy,
+            asleep: d.asleepAt !== null,
+            crashed: d.crashedAt !== null,
+            remote: d.placement === "server",
+            serverId: d.placement === "server" ? (d.servedBy ?? d.claimedBy ?? d.serverId) : null,
+          }
+        : null,
       rules: rulesOf.get(p.id) ?? [],
     };
     if (e.kind === "production") {
@@ -114,6 +142,30 @@ export async function loadTargets(db: Db, sharedDomain: string, projectIds?: str
 }
 
 /**
+ * The target of one hostname, read from the database (the Worker's edge, which keeps no
+ * route table): under the shared domain, the project whose slug is the label (production)
+ * or a prefix of it before `--` (a preview); else a connected domain. Undefined: no app.
+ */
+export async function loadTargetOfHost(db: Db, sharedDomain: string, hostname: string): Promise<EdgeTarget | undefined> {
+  const suffix = `.${sharedDomain}`;
+  let ids: string[];
+  if (hostname.endsWith(suffix)) {
+    const label = hostname.slice(0, -suffix.length);
+    if (label.includes(".")) return undefined;
+    // `a--b--c` may be slug `a--b` with environment `c`, or slug `a` with environment `b--c`: every split is a candidate.
+    const slugs = [label];
+    for (let i = label.indexOf("--"); i > 0; i = label.indexOf("--", i + 1)) slugs.push(label.slice(0, i));
+    const rows = await db.select({ id: projects.id }).from(projects).where(inArray(projects.slug, slugs));
+    ids = rows.map((r) => r.id);
+  } else {
+    const rows = await db.select({ projectId: domains.projectId }).from(domains).where(eq(domains.hostname, hostname));
+    ids = rows.map((r) => r.projectId);
+  }
+  if (ids.length === 0) return undefined;
+  return (await loadTargets(db, sharedDomain, ids)).get(hostname);
+}
+
+/**
  * Wakes a sleeping deployment: clears `asleep_at` (only if set, so concurrent
  * wakers write once). The change notification reaches every adapter process;
  * the runner serving the deployment starts it.
@@ -125,6 +177,18 @@ export async function wakeDeployment(db: Db, id: string): Promise<boolean> {
     .where(and(eq(deployments.id, id), isNotNull(deployments.asleepAt)))
     .returning({ id: deployments.id });
   return woken.length > 0;
+}
+
+/** Where a build server's edge is reached, and its edge key as stored (encrypted); undefined when the server is gone. */
+export async function forwardingServer(
+  db: Db,
+  id: string,
+): Promise<{ id: string; orgId: string; publicUrl: string | null; edgeKeyCiphertext: string | null } | undefined> {
+  const [row] = await db
+    .select({ id: servers.id, orgId: servers.orgId, publicUrl: servers.publicUrl, edgeKeyCiphertext: servers.edgeKeyCiphertext })
+    .from(servers)
+    .where(eq(servers.id, id));
+  return row;
 }
 
 /** Records that these deployments just got a request (what idleness is measured from). */
