@@ -11,48 +11,85 @@ import { createRouter } from "../../shared/http/router";
 export interface Category {
   id: string;
   label: string;
+  /** What triggers an event of this category (and who sends it). */
   description: string;
   defaultEnabled: boolean;
+  /** Whether something in the service produces events of this category today. */
+  available: boolean;
+  /** Why not, when `available` is false; null otherwise. */
+  reason: string | null;
 }
+
+/**
+ * A category nothing in the service emits yet (no backups, certificates, domain
+ * registrations or usage limits exist to watch, no membership event is sent): listed
+ * so a grid and POST /api/notifications/events can use it, off by default so no new
+ * member's grid promises alerts that never come.
+ */
+const NOT_PRODUCED = "Nothing in the service produces this yet; only events sent with POST /api/notifications/events (your own tools) reach its subscribers.";
+const unproduced = <Id extends string>(id: Id, label: string, description: string) =>
+  ({ id, label, description, defaultEnabled: false, available: false, reason: NOT_PRODUCED }) as const;
 
 export const CATEGORIES = [
   {
     id: "deploy.failed",
     label: "Deploy failed",
-    description: "A deployment did not go live (its build, start or health check failed); the previous version keeps serving.",
+    description:
+      "Sent by the runner when a deployment does not go live after its build: the app would not start, failed its health check or crashed within the smoke window. The previous version keeps serving. Build failed events reach its subscribers too.",
     defaultEnabled: true,
+    available: true,
+    reason: null,
   },
-  { id: "deploy.succeeded", label: "Deploy succeeded", description: "A deployment finished and is live.", defaultEnabled: false },
+  {
+    id: "deploy.succeeded",
+    label: "Deploy succeeded",
+    description: "Sent by the runner when a deployment passed its health check (and smoke window) and became its environment's live version.",
+    defaultEnabled: false,
+    available: true,
+    reason: null,
+  },
   {
     id: "build.failed",
     label: "Build failed",
-    description: "A build stopped with an error before it could be deployed (Deploy failed subscribers hear of it too, once).",
+    description:
+      "Sent by the runner when a deployment's source, install or build step fails or runs past BUILD_TIMEOUT, before anything is started (Deploy failed subscribers hear of it too, once).",
     defaultEnabled: true,
-  },
-  { id: "service.crashed", label: "Service crashed", description: "A running service exited unexpectedly or keeps restarting.", defaultEnabled: true },
-  { id: "backup.failed", label: "Backup failed", description: "A scheduled or manual backup did not complete.", defaultEnabled: true },
-  { id: "backup.succeeded", label: "Backup succeeded", description: "A backup completed.", defaultEnabled: false },
-  { id: "domain.expiring", label: "Domain expiring", description: "A domain's registration expires soon.", defaultEnabled: true },
-  {
-    id: "domain.misconfigured",
-    label: "Domain misconfigured",
-    description: "A domain's DNS no longer points at the service, so it cannot be served or verified.",
-    defaultEnabled: true,
+    available: true,
+    reason: null,
   },
   {
-    id: "certificate.expiring",
-    label: "Certificate expiring",
-    description: "A TLS certificate expires soon and could not be renewed yet.",
+    id: "service.crashed",
+    label: "Service crashed",
+    description:
+      "Sent when a running app is given up: it crashed too often in a row (crash loop), went over its disk limit, could not be started again after a restart of the server, or its build server was deleted.",
     defaultEnabled: true,
+    available: true,
+    reason: null,
   },
-  { id: "certificate.renewal_failed", label: "Certificate renewal failed", description: "Renewing a TLS certificate failed.", defaultEnabled: true },
-  {
-    id: "usage.limit_approaching",
-    label: "Usage limit approaching",
-    description: "The organization is close to a plan or resource limit.",
-    defaultEnabled: true,
-  },
-  { id: "member.joined", label: "Member joined", description: "Someone joined the organization.", defaultEnabled: false },
+  unproduced("backup.failed", "Backup failed", "Would be sent when a scheduled or manual backup does not complete (the service has no backups yet)."),
+  unproduced("backup.succeeded", "Backup succeeded", "Would be sent when a backup completes (the service has no backups yet)."),
+  unproduced("domain.expiring", "Domain expiring", "Would be sent when a domain's registration expires soon (registrations are not watched yet)."),
+  unproduced(
+    "domain.misconfigured",
+    "Domain misconfigured",
+    "Would be sent when a domain's DNS stops pointing at the service, so it cannot be served or verified (DNS is not re-checked yet).",
+  ),
+  unproduced(
+    "certificate.expiring",
+    "Certificate expiring",
+    "Would be sent when a TLS certificate expires soon and could not be renewed yet (the service issues no certificates yet).",
+  ),
+  unproduced(
+    "certificate.renewal_failed",
+    "Certificate renewal failed",
+    "Would be sent when renewing a TLS certificate fails (the service issues no certificates yet).",
+  ),
+  unproduced(
+    "usage.limit_approaching",
+    "Usage limit approaching",
+    "Would be sent when the organization nears a plan or resource limit (usage is not watched yet).",
+  ),
+  unproduced("member.joined", "Member joined", "Would be sent when someone joins the organization (joining does not send it yet)."),
 ] as const satisfies readonly Category[];
 
 export type CategoryId = (typeof CATEGORIES)[number]["id"];
@@ -78,7 +115,16 @@ export const reachedCategories = (id: string): string[] => [id, ...(BROADER[id a
 export const CategoryField = z.enum(CATEGORY_IDS).openapi({ description: "A category id from GET /api/notifications/categories" });
 
 export const CategorySchema = z
-  .object({ id: z.string(), label: z.string(), description: z.string(), defaultEnabled: z.boolean() })
+  .object({
+    id: z.string(),
+    label: z.string(),
+    description: z.string().openapi({ description: "What triggers an event of this category, and what sends it" }),
+    defaultEnabled: z.boolean().openapi({ description: "Whether a new member's in-app channel gets it, unless the organization set its own default" }),
+    available: z
+      .boolean()
+      .openapi({ description: "Whether something in the service produces events of this category today; false: only POST /api/notifications/events does" }),
+    reason: z.string().nullable().openapi({ description: "Why the category is not available (null when it is)" }),
+  })
   .openapi("NotificationCategory");
 
 const list = defineRoute({
@@ -86,7 +132,8 @@ const list = defineRoute({
   path: "/notifications/categories",
   tags: ["Notifications"],
   summary: "List the notification categories (a static registry)",
-  description: "Defined in code, not stored; the same for every organization. The list is complete (not paginated).",
+  description:
+    "Defined in code, not stored; the same for every organization. The list is complete (not paginated). Each description says what triggers the category. Categories with `available: false` have no producer in the service yet (`reason` says so): they can still be subscribed to and sent with POST /api/notifications/events, and are off by default.",
   permission: "notifications:read",
   responses: { 200: jsonResponse(z.object({ items: z.array(CategorySchema) }).openapi("NotificationCategoryList"), "Every category") },
 });
