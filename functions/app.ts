@@ -38,6 +38,8 @@ export interface AppDeps {
   extraRouters?: Array<OpenAPIHono<AppEnv>>;
   /** The process's background loops GET /readyz checks (self-hosted: the runner's poll, the edge's route feed). */
   loops?: LoopProbe[];
+  /** A log line per request (default true: the Worker's go to its log stream); the self-hosted terminal turns them on with LOG_REQUESTS. */
+  logRequests?: boolean;
 }
 
 const PROBLEM_TYPE = "application/problem+json";
@@ -91,8 +93,9 @@ export function createApp(deps: AppDeps) {
       if (services.release) await services.release();
       // A load balancer polls the probes every second: only their failures are worth a line.
       const quietProbe = PROBE_PATHS.has(c.req.path) && c.res.status < 500;
+      const logRequests = deps.logRequests ?? true;
       // Path only: query strings may carry tokens. No headers, no bodies.
-      if (!quietProbe)
+      if (logRequests && !quietProbe)
         logger.info("request", {
           requestId: c.get("requestId"),
           method: c.req.method,

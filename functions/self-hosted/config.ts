@@ -22,7 +22,8 @@ const EnvSchema = z.object({
   SECRET_KEYS: z.string().min(1).optional(),
   SECRET_KEYS_FILE: z.string().min(1).optional(),
   WORKSPACE_OWNER_TOKEN: z.string().min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters").optional(),
-  LOG_LEVEL: z.enum(["info", "silent"]).default("info"),
+  LOG_LEVEL: z.enum(["debug", "info", "silent"], { message: "LOG_LEVEL must be debug, info or silent" }).default("info"),
+  LOG_REQUESTS: z.enum(["true", "false", "1", "0"], { message: "LOG_REQUESTS must be true or false" }).optional(),
   SHARED_DOMAIN: z.string().min(1).default("localhost"),
   SMTP_URL: z
     .string()
@@ -204,7 +205,10 @@ export type NodeConfig = {
   databaseUrl?: string;
   secretKeys?: string;
   ownerToken?: string;
-  logLevel: "info" | "silent";
+  /** LOG_LEVEL: `info` (default) prints the start lines, errors and a line per deployment state change; `debug` adds a line per request; `silent` prints none of them. */
+  logLevel: "debug" | "info" | "silent";
+  /** A JSON line per API request (LOG_REQUESTS=true, or LOG_LEVEL=debug unless LOG_REQUESTS=false); off by default: the console polls every few seconds. */
+  logRequests: boolean;
   sharedDomain: string;
   /** E-mail notifications: SMTP when set, else the HTTP e-mail API when emailApiKey is set. */
   smtpUrl?: string;
@@ -321,6 +325,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     secretKeys: e.SECRET_KEYS_FILE ? readSecretFile("SECRET_KEYS_FILE", e.SECRET_KEYS_FILE, e.SECRET_KEYS) : e.SECRET_KEYS,
     ownerToken: e.WORKSPACE_OWNER_TOKEN,
     logLevel: e.LOG_LEVEL,
+    logRequests: e.LOG_REQUESTS === undefined ? e.LOG_LEVEL === "debug" : e.LOG_REQUESTS === "true" || e.LOG_REQUESTS === "1",
     sharedDomain: e.SHARED_DOMAIN,
     smtpUrl: e.SMTP_URL,
     emailApiKey: e.EMAIL_API_KEY,

@@ -73,7 +73,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
-    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters, loops: node.loops });
+    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters, loops: node.loops, logRequests: config.logRequests });
     // The web console at `/` (the Worker serves the same folder as static assets).
     mountConsole(app);
     // One listener: requests for the apps' hostnames go to the edge, everything else to the API.
