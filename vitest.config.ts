@@ -6,7 +6,7 @@ import { TEST_SECRET_KEYS } from "./test/support/test-keys.ts";
 // (read by useRuntimeHarness in test/support/runtime.ts). Node-only files are in test/node/,
 // workerd-only files in test/worker/.
 const SUITES = "test/suites/**/*.test.ts";
-const globalSetup = ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts"];
+const globalSetup = ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts", "test/setup/server-edge.ts"];
 const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
 
 export default defineConfig({

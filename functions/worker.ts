@@ -32,6 +32,12 @@
  * Early answers (413 on an oversized body): the answer is sent at once and ends once the
  * rest of the request body is read and discarded, within bounds, so the client reads it
  * rather than a reset (functions/worker-early-answer.ts).
+ *
+ * Apps (issue 22): a request whose Host is a project's free route, preview or connected
+ * domain is forwarded, signed, to the build server running its current deployment
+ * (functions/worker-edge.ts); API_HOSTS (comma-separated) names the API's own hosts:
+ * set, any other Host is an app's (or the edge's 404) without a database read; unset,
+ * a Host outside SHARED_DOMAIN costs one lookup of the connected domains.
  */
 import type { Context, ExecutionContext } from "hono";
 import { z } from "zod";
@@ -57,12 +63,14 @@ import { describeError } from "../shared/http/error-log";
 import { streamEnded } from "../shared/http/sse";
 import { logRetentionFromEnv, sweepLogs } from "./logs/store";
 import { answerBeforeBody, type DrainLimits } from "./worker-early-answer";
+import { edgeTargetOf, serveAppRequest } from "./worker-edge";
 
 const Bindings = z.object({
   DATABASE_URL: z.string().min(1),
   SECRET_KEYS: z.string().min(1),
   NEON_WS_PROXY: z.string().optional(),
   SHARED_DOMAIN: z.string().min(1),
+  API_HOSTS: z.string().optional(),
   EMAIL_API_KEY: z.string().min(1).optional(),
   EMAIL_API_URL: z.string().url().optional(),
   EMAIL_FROM: z.string().min(3).optional(),
@@ -214,6 +222,42 @@ function logDrainError(e: unknown) {
   jsonLogger().error("notification drain failed", describeError(e));
 }
 
+/** How long the edge holds a request for an app that is starting or waking on its server. */
+const EDGE_HOLD_MS = 30_000;
+
+/** API_HOSTS as hostnames (lower case, no port or trailing dot). */
+const apiHostsOf = (env: Env) =>
+  (env.API_HOSTS ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase().replace(/\.$/, ""))
+    .filter((h) => h !== "");
+
+/**
+ * An app's request: forwarded to its server (functions/worker-edge.ts) on a Pool of its
+ * own, released once the answer has ended and its log line is written; undefined: the API's.
+ */
+async function appRequest(request: Request, rawEnv: unknown, ctx: WaitUntil): Promise<Response | undefined> {
+  const env = parseBindings(rawEnv);
+  const apiHosts = apiHostsOf(env);
+  const { db, close } = openNeon(env.DATABASE_URL);
+  const pending: Promise<unknown>[] = [];
+  try {
+    const target = await edgeTargetOf(request, { db, sharedDomain: env.SHARED_DOMAIN, apiHosts });
+    if (target === "api") return undefined;
+    return await serveAppRequest(request, target, {
+      db,
+      keyring: await keyringFor(env.SECRET_KEYS),
+      sharedDomain: env.SHARED_DOMAIN,
+      apiHosts,
+      holdMs: EDGE_HOLD_MS,
+      logger: jsonLogger(),
+      waitUntil: (p) => pending.push(p),
+    });
+  } finally {
+    ctx.waitUntil(Promise.allSettled(pending).then(close));
+  }
+}
+
 export function createWorker(overrides: WorkerOverrides = {}) {
   async function services(c: Context<AppEnv>): Promise<RequestServices> {
     const env = parseBindings(c.env);
@@ -234,8 +278,9 @@ export function createWorker(overrides: WorkerOverrides = {}) {
   }
 
   const app = createApp({ services });
+  const api = answerBeforeBody<Record<string, unknown>, ExecutionContext>((request, env, ctx) => app.fetch(request, env, ctx), overrides.drain);
   return {
-    fetch: answerBeforeBody<Record<string, unknown>, ExecutionContext>((request, env, ctx) => app.fetch(request, env, ctx), overrides.drain),
+    fetch: async (request: Request, env: Record<string, unknown>, ctx: ExecutionContext) => (await appRequest(request, env, ctx)) ?? api(request, env, ctx),
     /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the log retention. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
       const env = parseBindings(rawEnv);

@@ -60,7 +60,7 @@ const ProjectParam = z.object({ id: pathId("id", "The project id (`prj_…`)") }
 /** The calling server's job call, counted (the routes naming no job). */
 async function counted(c: AppContext) {
   const runner = runnerOf(c);
-  await takeJobCall(c.get("db"), runner.serverId, c.get("clock")());
+  await takeJobCall(c, runner.serverId, c.get("clock")());
   return runner;
 }
 

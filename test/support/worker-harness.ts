@@ -40,6 +40,8 @@ export async function openWorkerHarness(overrides?: WorkerOverrides, vars: Recor
     // Gitea points at the run's loopback git host (test/setup/git.ts), reached through the outbound guard.
     GIT_GITEA_URL: inject("gitServerUrl"),
     OUTBOUND_ALLOW_PRIVATE: "true",
+    // The API's host: any other Host is an app's (functions/worker-edge.ts), with no lookup of connected domains per request.
+    API_HOSTS: "workspace.test",
     ...vars,
   };
   useLocalWsProxy(bindings.NEON_WS_PROXY);
