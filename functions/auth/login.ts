@@ -9,10 +9,10 @@ import { z } from "@hono/zod-openapi";
 import { randomBytes, sha256Hex, toBase64Url } from "../../shared/crypto/encoding";
 import { tooManyRequests } from "../../shared/http/errors";
 import type { AppContext } from "../../shared/http/context";
-import { problem, tooManyRequestsResponse } from "../../shared/http/problem-schema";
+import { problem, rateLimitedResponse } from "../../shared/http/problem-schema";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
-import { retryAfterSeconds, returnRateLimits, takeRateLimits } from "../notifications/rate-limit";
+import { takeApiLimits } from "../notifications/rate-limit";
 import { clientKey } from "./client-address";
 import { codeMail } from "./code-mail";
 import { CODE_DIGITS, CODE_MAX_ATTEMPTS, CODE_TTL_MS, LOGIN_LIMIT_TEXT, loginTakes } from "./limits";
@@ -41,7 +41,7 @@ const route = defineRoute({
   request: { body: jsonRequest(z.strictObject({ email: EmailSchema })) },
   responses: {
     202: jsonResponse(CodeSentSchema, "Accepted; a code is on its way if the address has an account"),
-    429: tooManyRequestsResponse(`Limited to ${LOGIN_LIMIT_TEXT}`, "Seconds until a code may be asked for again"),
+    429: rateLimitedResponse(`Limited to ${LOGIN_LIMIT_TEXT}`, "Seconds until a code may be asked for again"),
     503: problem("E-mail is not configured on this server"),
   },
 });
@@ -86,16 +86,7 @@ function afterResponse(c: AppContext, work: Promise<unknown>): void {
 
 /** Takes one unit of each limit, both or neither; the seconds to wait when refused. */
 async function takeLogin(c: AppContext, email: string, now: Date): Promise<number | null> {
-  const db = c.get("db");
-  const takes = await loginTakes(email, clientKey(c));
-  const got = await takeRateLimits(db, takes, now);
-  const denied = takes.filter((t) => (got.get(t.key)?.granted ?? 0) < 1);
-  if (denied.length === 0) return null;
-  await returnRateLimits(
-    db,
-    takes.filter((t) => !denied.includes(t)).map((t) => ({ key: t.key, n: 1, windowEnd: got.get(t.key)!.windowEnd })),
-  );
-  return retryAfterSeconds(new Date(Math.max(...denied.map((t) => got.get(t.key)!.windowEnd.getTime()))), now);
+  return (await takeApiLimits(c, await loginTakes(email, clientKey(c)), now))?.retryAfter ?? null;
 }
 
 export const loginRouter = createRouter().openapi(route, async (c) => {

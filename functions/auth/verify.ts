@@ -10,10 +10,10 @@
  */
 import { z } from "@hono/zod-openapi";
 import { badRequest, tooManyRequests } from "../../shared/http/errors";
-import { tooManyRequestsResponse } from "../../shared/http/problem-schema";
+import { rateLimitedResponse } from "../../shared/http/problem-schema";
 import { defineRoute, jsonRequest } from "../../shared/http/route";
 import { createRouter } from "../../shared/http/router";
-import { retryAfterSeconds, returnRateLimits, takeRateLimits } from "../notifications/rate-limit";
+import { retryAfterSeconds, returnRateLimits, setRateLimitHeaders, takeRateLimits } from "../notifications/rate-limit";
 import { CODE_DIGITS, CODE_MAX_ATTEMPTS, VERIFY_FAILURE_TEXT, verifyFailureTake } from "./limits";
 import { EmailSchema, hashCode } from "./login";
 import { signedInResponse } from "./schema";
@@ -40,7 +40,7 @@ const route = defineRoute({
   },
   responses: {
     200: signedInResponse,
-    429: tooManyRequestsResponse(`Limited to ${VERIFY_FAILURE_TEXT}`, "Seconds until a code may be tried again"),
+    429: rateLimitedResponse(`Limited to ${VERIFY_FAILURE_TEXT}`, "Seconds until a code may be tried again"),
   },
 });
 
@@ -56,6 +56,7 @@ export const verifyRouter = createRouter().openapi(route, async (c) => {
   // Each try takes a failure unit first (so racing guesses cannot exceed the cap) and a success gives it back.
   const take = await verifyFailureTake(body.email);
   const failures = (await takeRateLimits(db, [take], now)).get(take.key)!;
+  setRateLimitHeaders(c, [{ max: take.max, count: failures.count, windowEnd: failures.windowEnd }], now);
   if (failures.granted < 1) {
     const wait = retryAfterSeconds(failures.windowEnd, now);
     throw tooManyRequests(`Too many wrong codes for this address: the limit is ${VERIFY_FAILURE_TEXT}. Try again in ${wait} s.`, wait);
@@ -66,5 +67,6 @@ export const verifyRouter = createRouter().openapi(route, async (c) => {
   if (hash !== live.codeHash || !live.userId) throw wrongCode();
   if (!(await consumeCode(db, body.email, hash))) throw wrongCode();
   await returnRateLimits(db, [{ key: take.key, n: 1, windowEnd: failures.windowEnd }]);
+  setRateLimitHeaders(c, [{ max: take.max, count: failures.count - 1, windowEnd: failures.windowEnd }], now);
   return c.json(await signIn(c, live.userId, null), 200);
 });

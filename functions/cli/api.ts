@@ -27,7 +27,12 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-export async function call<T>(client: Client, method: "GET" | "POST", path: string, opts: CallOptions = {}): Promise<{ status: number; body: T }> {
+export async function call<T>(
+  client: Client,
+  method: "GET" | "POST" | "PATCH" | "DELETE",
+  path: string,
+  opts: CallOptions = {},
+): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = { authorization: `Bearer ${opts.token ?? client.token}`, accept: "application/json" };
   if (client.org) headers["x-organization-id"] = client.org;
   if (opts.body !== undefined) headers["content-type"] = "application/json";

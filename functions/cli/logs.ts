@@ -18,6 +18,8 @@ export interface LogsOptions extends Client {
   limit?: number;
   /** Log lines (stdout in the command). */
   out: (text: string) => void;
+  /** How a line is printed (--json: one object a line); default the labelled text. */
+  format?: (l: LogLine) => string;
   /** Messages (stderr in the command). */
   log: (text: string) => void;
   signal?: AbortSignal;
@@ -51,6 +53,8 @@ export const formatBuildLine = (l: LogLine) => `${l.message}\n`;
 
 /** Prints the lines; resolves with how a followed build ended (null otherwise). */
 export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
+  const buildLine = opts.format ?? formatBuildLine;
+  const runtimeLine = opts.format ?? formatRuntimeLine;
   await checkToken(opts);
   const project = opts.project;
   const { id } = await resolveProject(opts, project);
@@ -63,7 +67,7 @@ export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
       const end = await follow({
         url: `${base}/api/deployments/${dpl}/logs/stream`,
         token: () => opts.token,
-        onLine: (l) => opts.out(formatBuildLine(l)),
+        onLine: (l) => opts.out(buildLine(l)),
         note: opts.log,
         signal: opts.signal,
         ...opts.follow,
@@ -75,7 +79,7 @@ export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
     do {
       const query: string = `/api/deployments/${dpl}/logs?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
       const { body }: { body: Page } = await call<Page>(opts, "GET", query);
-      for (const l of body.items) opts.out(formatBuildLine(l));
+      for (const l of body.items) opts.out(buildLine(l));
       cursor = body.nextCursor;
     } while (cursor && ++pages < 1000);
     return null;
@@ -85,7 +89,7 @@ export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
   const pageQuery = new URLSearchParams({ limit: String(opts.limit ?? 100), ...narrowed });
   const streamQuery = String(new URLSearchParams(narrowed));
   const { body } = await call<Page>(opts, "GET", `/api/projects/${id}/logs?${pageQuery}`);
-  for (const l of body.items) opts.out(formatRuntimeLine(l));
+  for (const l of body.items) opts.out(runtimeLine(l));
   if (opts.followLogs) {
     const last = body.items.at(-1)?.id;
     await follow({
@@ -93,7 +97,7 @@ export async function logs(opts: LogsOptions): Promise<StreamEnd | null> {
       // Without a line shown yet, the stream starts with the lines written from now on.
       lastEventId: last,
       token: () => opts.token,
-      onLine: (l) => opts.out(formatRuntimeLine(l)),
+      onLine: (l) => opts.out(runtimeLine(l)),
       note: opts.log,
       signal: opts.signal,
       ...opts.follow,

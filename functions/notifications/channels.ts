@@ -101,7 +101,7 @@ export const channelsRouter = createRouter()
     let channel = await getChannel(c.get("db"), o, id);
     const now = c.get("clock")();
     if (channel.kind !== "in_app") {
-      const limited = await takeTestSend(c.get("db"), o.orgId, channel.id, now);
+      const limited = await takeTestSend(c, o.orgId, channel.id, now);
       if (limited) throw tooManyTestSends(limited);
     }
     const event = {

@@ -12,6 +12,7 @@
 import { sql } from "drizzle-orm";
 import type { Executor } from "../../shared/db/types";
 import { rowsOf } from "../../shared/db/rows";
+import type { AppContext } from "../../shared/http/context";
 
 export interface RateLimit {
   max: number;
@@ -95,4 +96,60 @@ export async function pruneRateLimits(db: Executor, now: Date, limit = 5_000): P
 /** Whole seconds until `windowEnd`, at least 1 (a Retry-After value). */
 export function retryAfterSeconds(windowEnd: Date, now: Date): number {
   return Math.max(1, Math.ceil((windowEnd.getTime() - now.getTime()) / 1000));
+}
+
+/** Where one limit of a request stands after its take: units granted in the window so far, and when it ends. */
+export interface LimitState {
+  max: number;
+  count: number;
+  windowEnd: Date;
+}
+
+/**
+ * The one place API answers get their rate-limit headers: `RateLimit-Limit`,
+ * `RateLimit-Remaining` and `RateLimit-Reset` (seconds) of the IETF
+ * httpapi-ratelimit-headers draft, describing the request's limit closest to
+ * exhaustion (on a tie the one that resets last, so a 429's `RateLimit-Reset`
+ * equals its `Retry-After`). Set on the context, they go out with the answer,
+ * a 429 problem included; that problem adds `Retry-After` itself (tooManyRequests).
+ */
+export function setRateLimitHeaders(c: AppContext, states: LimitState[], now: Date): void {
+  const tightest = states.reduce<LimitState | undefined>((best, s) => {
+    if (!best) return s;
+    const left = Math.max(0, s.max - s.count);
+    const bestLeft = Math.max(0, best.max - best.count);
+    return left < bestLeft || (left === bestLeft && s.windowEnd > best.windowEnd) ? s : best;
+  }, undefined);
+  if (!tightest) return;
+  c.header("ratelimit-limit", String(tightest.max));
+  c.header("ratelimit-remaining", String(Math.max(0, tightest.max - tightest.count)));
+  c.header("ratelimit-reset", String(retryAfterSeconds(tightest.windowEnd, now)));
+}
+
+/**
+ * Takes one unit of every limit of an API request, all or none (when one is
+ * exhausted the units taken from the others are given back), and sets the
+ * RateLimit-* headers. null: granted; otherwise the exhausted take and the
+ * seconds until it allows one again (the caller throws its 429 with them).
+ */
+export async function takeApiLimits(c: AppContext, takes: Take[], now: Date): Promise<{ denied: Take; retryAfter: number } | null> {
+  const db = c.get("db");
+  const got = await takeRateLimits(db, takes, now);
+  const denied = takes.filter((t) => (got.get(t.key)?.granted ?? 0) < 1);
+  const giveBack = denied.length > 0 ? takes.filter((t) => !denied.includes(t)) : [];
+  await returnRateLimits(
+    db,
+    giveBack.map((t) => ({ key: t.key, n: 1, windowEnd: got.get(t.key)!.windowEnd })),
+  );
+  setRateLimitHeaders(
+    c,
+    takes.map((t) => {
+      const g = got.get(t.key)!;
+      return { max: t.max, count: g.count - (giveBack.includes(t) ? 1 : 0), windowEnd: g.windowEnd };
+    }),
+    now,
+  );
+  if (denied.length === 0) return null;
+  const last = denied.reduce((a, b) => (got.get(b.key)!.windowEnd > got.get(a.key)!.windowEnd ? b : a));
+  return { denied: last, retryAfter: retryAfterSeconds(got.get(last.key)!.windowEnd, now) };
 }

@@ -4,37 +4,31 @@
  * the other is exhausted is given back). Over the limit: 429 problem+json with
  * `Retry-After` (seconds until the exhausted window ends).
  */
-import type { Db } from "../../shared/db/types";
+import type { AppContext } from "../../shared/http/context";
 import { tooManyRequests } from "../../shared/http/errors";
-import { tooManyRequestsResponse } from "../../shared/http/problem-schema";
+import { rateLimitedResponse } from "../../shared/http/problem-schema";
 import { describeLimit, TEST_SEND_LIMITS, testSendTakes } from "./limits";
-import { retryAfterSeconds, returnRateLimits, takeRateLimits } from "./rate-limit";
+import { takeApiLimits } from "./rate-limit";
 
 export const TEST_SEND_LIMIT_TEXT = `${describeLimit(TEST_SEND_LIMITS.perChannel)} per channel and ${describeLimit(TEST_SEND_LIMITS.perOrg)} per organization`;
 
 /** The OpenAPI description of the 429 answer. */
-export const TOO_MANY_TEST_SENDS = tooManyRequestsResponse(
+export const TOO_MANY_TEST_SENDS = rateLimitedResponse(
   `Test sends are limited to ${TEST_SEND_LIMIT_TEXT}; \`Retry-After\` says when to try again`,
   "Seconds until a test send is allowed again",
 );
 
 /** null: the send may go ahead; otherwise how long to wait. */
 export async function takeTestSend(
-  db: Db,
+  c: AppContext,
   orgId: string,
   channelId: string,
   now: Date,
 ): Promise<{ retryAfter: number; scope: "channel" | "organization" } | null> {
   const takes = testSendTakes(orgId, channelId);
-  const got = await takeRateLimits(db, takes, now);
-  const denied = takes.filter((t) => (got.get(t.key)?.granted ?? 0) < 1);
-  if (denied.length === 0) return null;
-  await returnRateLimits(
-    db,
-    takes.filter((t) => !denied.includes(t)).map((t) => ({ key: t.key, n: 1, windowEnd: got.get(t.key)!.windowEnd })),
-  );
-  const windowEnd = Math.max(...denied.map((t) => got.get(t.key)!.windowEnd.getTime()));
-  return { retryAfter: retryAfterSeconds(new Date(windowEnd), now), scope: denied[0] === takes[0] ? "channel" : "organization" };
+  const limited = await takeApiLimits(c, takes, now);
+  if (!limited) return null;
+  return { retryAfter: limited.retryAfter, scope: limited.denied === takes[0] ? "channel" : "organization" };
 }
 
 /** The 429 problem. */

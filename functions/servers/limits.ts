@@ -4,11 +4,11 @@
  * mints a token and a row), heartbeats per server (a runner sends one every few seconds; more
  * is a loop gone wrong). Over the limit: 429 problem+json with `Retry-After`.
  */
-import type { Db } from "../../shared/db/types";
+import type { AppContext } from "../../shared/http/context";
 import { tooManyRequests } from "../../shared/http/errors";
-import { tooManyRequestsResponse } from "../../shared/http/problem-schema";
+import { rateLimitedResponse } from "../../shared/http/problem-schema";
 import { describeLimit } from "../notifications/limits";
-import { type RateLimit, retryAfterSeconds, takeRateLimits } from "../notifications/rate-limit";
+import { type RateLimit, takeApiLimits } from "../notifications/rate-limit";
 
 const MINUTE = 60_000;
 
@@ -26,39 +26,39 @@ const HEARTBEATS_TEXT = `${describeLimit(SERVER_LIMITS.heartbeatsPerServer)} per
 const CLAIMS_TEXT = `${describeLimit(SERVER_LIMITS.claimsPerServer)} per server`;
 const JOB_CALLS_TEXT = `${describeLimit(SERVER_LIMITS.jobCallsPerServer)} per server`;
 
-export const TOO_MANY_REGISTRATIONS = tooManyRequestsResponse(
+export const TOO_MANY_REGISTRATIONS = rateLimitedResponse(
   `Registrations are limited to ${REGISTRATIONS_TEXT}; \`Retry-After\` says when to try again`,
   "Seconds until a registration is allowed again",
 );
-export const TOO_MANY_HEARTBEATS = tooManyRequestsResponse(
+export const TOO_MANY_HEARTBEATS = rateLimitedResponse(
   `Heartbeats are limited to ${HEARTBEATS_TEXT}; \`Retry-After\` says when to send the next`,
   "Seconds until a heartbeat is accepted again",
 );
 
-export const TOO_MANY_CLAIMS = tooManyRequestsResponse(
+export const TOO_MANY_CLAIMS = rateLimitedResponse(
   `Claims are limited to ${CLAIMS_TEXT}; \`Retry-After\` says when to claim again`,
   "Seconds until a claim is accepted again",
 );
-export const TOO_MANY_JOB_CALLS = tooManyRequestsResponse(
+export const TOO_MANY_JOB_CALLS = rateLimitedResponse(
   `Job calls (renewals, transitions, log batches, reads, serving reports) are limited to ${JOB_CALLS_TEXT}; \`Retry-After\` says when to try again`,
   "Seconds until a job call is accepted again",
 );
 
-async function take(db: Db, key: string, limit: RateLimit, now: Date, what: string): Promise<void> {
-  const got = (await takeRateLimits(db, [{ key, ...limit }], now)).get(key)!;
-  if (got.granted >= 1) return;
-  const wait = retryAfterSeconds(got.windowEnd, now);
-  throw tooManyRequests(`Too many ${what}. Try again in ${wait} s.`, wait);
+/** One unit of a limit; RateLimit-* headers on the answer (takeApiLimits), 429 past it. */
+async function take(c: AppContext, key: string, limit: RateLimit, now: Date, what: string): Promise<void> {
+  const limited = await takeApiLimits(c, [{ key, ...limit }], now);
+  if (!limited) return;
+  throw tooManyRequests(`Too many ${what}. Try again in ${limited.retryAfter} s.`, limited.retryAfter);
 }
 
-export const takeRegistration = (db: Db, orgId: string, now: Date) =>
-  take(db, `servers:register:org:${orgId}`, SERVER_LIMITS.registrationsPerOrg, now, `server registrations: the limit is ${REGISTRATIONS_TEXT}`);
+export const takeRegistration = (c: AppContext, orgId: string, now: Date) =>
+  take(c, `servers:register:org:${orgId}`, SERVER_LIMITS.registrationsPerOrg, now, `server registrations: the limit is ${REGISTRATIONS_TEXT}`);
 
-export const takeHeartbeat = (db: Db, serverId: string, now: Date) =>
-  take(db, `runner:heartbeat:${serverId}`, SERVER_LIMITS.heartbeatsPerServer, now, `heartbeats: the limit is ${HEARTBEATS_TEXT}`);
+export const takeHeartbeat = (c: AppContext, serverId: string, now: Date) =>
+  take(c, `runner:heartbeat:${serverId}`, SERVER_LIMITS.heartbeatsPerServer, now, `heartbeats: the limit is ${HEARTBEATS_TEXT}`);
 
-export const takeClaim = (db: Db, serverId: string, now: Date) =>
-  take(db, `runner:claim:${serverId}`, SERVER_LIMITS.claimsPerServer, now, `claims: the limit is ${CLAIMS_TEXT}`);
+export const takeClaim = (c: AppContext, serverId: string, now: Date) =>
+  take(c, `runner:claim:${serverId}`, SERVER_LIMITS.claimsPerServer, now, `claims: the limit is ${CLAIMS_TEXT}`);
 
-export const takeJobCall = (db: Db, serverId: string, now: Date) =>
-  take(db, `runner:job:${serverId}`, SERVER_LIMITS.jobCallsPerServer, now, `job calls: the limit is ${JOB_CALLS_TEXT}`);
+export const takeJobCall = (c: AppContext, serverId: string, now: Date) =>
+  take(c, `runner:job:${serverId}`, SERVER_LIMITS.jobCallsPerServer, now, `job calls: the limit is ${JOB_CALLS_TEXT}`);

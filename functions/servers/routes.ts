@@ -163,7 +163,7 @@ export const serversRouter = createRouter()
     const body = c.req.valid("json");
     const caller = callerOf(c);
     const now = c.get("clock")();
-    await takeRegistration(c.get("db"), caller.orgId, now);
+    await takeRegistration(c, caller.orgId, now);
     const { row, token } = await createServer(c.get("db"), c.get("keyring"), { orgId: caller.orgId, userId: caller.userId, ...body }, now);
     return c.json({ ...view(row, [], now), token }, 201);
   })

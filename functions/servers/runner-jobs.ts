@@ -75,7 +75,7 @@ export const notYours = () =>
 /** The job of the calling server's organization (404 otherwise), after the server's job-call limit. */
 export async function jobOf(c: AppContext, id: string): Promise<{ d: DeploymentRow; serverId: string }> {
   const { serverId, orgId } = runnerOf(c);
-  await takeJobCall(c.get("db"), serverId, c.get("clock")());
+  await takeJobCall(c, serverId, c.get("clock")());
   const d = await deploymentOfOrg(c.get("db"), orgId, id);
   if (!d) throw notFound("Deployment");
   return { d, serverId };
@@ -296,7 +296,7 @@ export const runnerJobsRouter = createRouter()
     const { serverId, orgId } = runnerOf(c);
     const db = c.get("db");
     const clock = c.get("clock");
-    await takeClaim(db, serverId, clock());
+    await takeClaim(c, serverId, clock());
     const deadline = Date.now() + c.req.valid("query").wait * 1000;
     let server = await recordHeartbeat(db, serverId, {}, clock());
     for (;;) {
@@ -356,12 +356,12 @@ export const runnerJobsRouter = createRouter()
   })
   .openapi(toServe, async (c) => {
     const { serverId } = runnerOf(c);
-    await takeJobCall(c.get("db"), serverId, c.get("clock")());
+    await takeJobCall(c, serverId, c.get("clock")());
     return c.json({ items: (await deploymentsToServe(c.get("db"), serverId)).map(runnerDeployment) }, 200);
   })
   .openapi(forgetPorts, async (c) => {
     const { serverId } = runnerOf(c);
-    await takeJobCall(c.get("db"), serverId, c.get("clock")());
+    await takeJobCall(c, serverId, c.get("clock")());
     await forgetPortsOf(c.get("db"), serverId);
     return c.body(null, 204);
   })

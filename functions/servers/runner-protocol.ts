@@ -30,7 +30,7 @@ const heartbeat = defineRoute({
 export const runnerProtocolRouter = createRouter().openapi(heartbeat, async (c) => {
   const { serverId } = runnerOf(c);
   const now = c.get("clock")();
-  await takeHeartbeat(c.get("db"), serverId, now);
+  await takeHeartbeat(c, serverId, now);
   const row = await recordHeartbeat(c.get("db"), serverId, c.req.valid("json"), now);
   // Deleted between the token check and the write: the token is revoked.
   if (!row) throw new ApiError("unauthorized", "Invalid, expired or revoked token");

@@ -32,3 +32,26 @@ export const tooManyRequestsResponse = (description: string, retryAfter: string)
   ...problem(description),
   headers: { "Retry-After": { description: retryAfter, schema: { type: "integer" as const, minimum: 1 } } },
 });
+
+const count = { type: "integer" as const, minimum: 0 };
+
+/**
+ * The 429 of a rate-limited operation (a window counted in `rate_limits`): `Retry-After` and the
+ * IETF draft's `RateLimit-*` fields, which every answer of such an operation carries
+ * (setRateLimitHeaders in functions/notifications/rate-limit.ts).
+ */
+export const rateLimitedResponse = (description: string, retryAfter: string) => {
+  const base = tooManyRequestsResponse(description, retryAfter);
+  return {
+    ...base,
+    headers: {
+      ...base.headers,
+      "RateLimit-Limit": {
+        description: "The operation's tightest limit (units per window); on every answer of this operation, not only the 429",
+        schema: count,
+      },
+      "RateLimit-Remaining": { description: "Units left in that limit's window; on every answer of this operation", schema: count },
+      "RateLimit-Reset": { description: "Seconds until that window ends (on a 429 equal to `Retry-After`); on every answer of this operation", schema: count },
+    },
+  };
+};
