@@ -39,6 +39,7 @@ import type { NodeConfig, RunnerSettings } from "./config";
 import type { Runner } from "./runner/runner";
 import { createRunnerCore } from "./runner/core";
 import { createDbControl } from "./runner/db-control";
+import { withTerminalLines } from "./runner/terminal-lines";
 import { apiHostnames } from "./api-hosts";
 import { relayRouter } from "./uploads/relay";
 import type { LoopProbe } from "../operations/readiness";
@@ -111,7 +112,9 @@ export async function createNodeServices(
         dataDir: config.dataDir,
         logger,
         allowPrivate: config.outboundAllowPrivate,
-        control: () => createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }),
+        // A line on the terminal per deployment state change, crash, sleep and wake (LOG_LEVEL=silent: none).
+        control: () =>
+          withTerminalLines(createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }), logger),
       })
     : undefined;
   const { runner, sandbox, control } = core ?? {};

@@ -18,7 +18,12 @@ describe("runner: crashes", () => {
   it("restarts a crashed app, then gives up after repeated crashes: crashed_at, no port, service.crashed", { timeout: 180_000 }, async () => {
     const t = await seedTenant(server);
     // The app exits 1.5 s after each start: it answers (ready), then crashes again and again.
-    const { p } = await c.gitProject(t, [{ key: "CRASH_AFTER_MS", value: "1500" }]);
+    const canaries = ["crash-plain-canary-7f3a", "crash-secret-canary-91bd"];
+    const { p } = await c.gitProject(t, [
+      { key: "CRASH_AFTER_MS", value: "1500" },
+      { key: "PLAIN_CANARY", value: canaries[0]! },
+      { key: "SECRET_CANARY", value: canaries[1]!, isSecret: true },
+    ]);
     const d = await c.waitFor(t, (await c.deploy(t, p.id)).id, ["ready", "failed"]);
     expect(d.status).toBe("ready");
     const deadline = Date.now() + 170_000;
@@ -45,6 +50,14 @@ describe("runner: crashes", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(await c.eventsOnce(p.id, "service.crashed")).toHaveLength(1);
     expect(server.node.runner!.supervisor.running().map((a) => a.deploymentId)).not.toContain(d.id);
+    // The server's terminal said so, a plain line each (functions/self-hosted/runner/terminal-lines.ts), never a variable's value.
+    const said = server.logs.filter((l) => l.includes(d.id) && !l.startsWith("{")).map((l) => l.replace(/^\S+ /, ""));
+    const of = `deployment ${d.id} (project ${p.id})`;
+    expect(said).toEqual(expect.arrayContaining([`${of}: building`, `${of}: deploying`, `${of}: ready, now its environment's live deployment`]));
+    expect(said).toContain(`deployment ${d.id}: app crashed, restarting it`);
+    expect(said.some((l) => new RegExp(`^deployment ${d.id}: app up again on port \\d+$`).test(l))).toBe(true);
+    expect(said.filter((l) => l.startsWith(`${of}: app given up`))).toHaveLength(1);
+    for (const canary of canaries) expect(server.logs.join("\n")).not.toContain(canary);
     // Reconcile does not bring a crashed deployment back.
     server.node.services.wakeRunner?.();
     await new Promise((r) => setTimeout(r, 1000));
