@@ -39,11 +39,10 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-const PublicUrl = z
-  .string()
-  .max(2048)
-  .refine(isHttpUrl, "publicUrl must be an http or https URL without credentials")
-  .openapi({ description: "Where the control plane reaches the server's edge (http or https, no credentials), e.g. `https://build-1.example.com`" });
+const PublicUrl = z.string().max(2048).refine(isHttpUrl, "publicUrl must be an http or https URL without credentials").openapi({
+  description:
+    "Where the control plane reaches the server's edge (http or https, no credentials), e.g. `https://build-1.example.com`: requests for the apps the server runs are forwarded to its origin, signed with a key derived from the runner token at registration (`wsp runner` verifies them; an unsigned request is 403). Without it the server's apps answer 503",
+});
 
 export const CreateServerBody = z.strictObject({ name: Name, labels: Labels.optional(), publicUrl: PublicUrl.optional() });
 
