@@ -18,10 +18,14 @@
  * - The token refused (the server was deleted): it stops the same way, exit 1.
  */
 import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { Socket } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { jsonLogger } from "../../shared/http/logger";
+import { deriveEdgeKey } from "../../shared/net/edge-forward";
+import { createServerEdge } from "../self-hosted/edge/server-edge";
 import { loadNodeConfig } from "../self-hosted/config";
 import { createRunnerCore } from "../self-hosted/runner/core";
 import { ControlError, createHttpControl, type HeartbeatFacts } from "../self-hosted/runner/http-control";
@@ -44,6 +48,9 @@ Options:
   --work-dir <dir>     builds, kept apps and caches (default: $WORKSPACE_RUNNER_DIR,
                        else ~/.local/state/wsp-runner); keep it across restarts
   --labels <a,b>       replace the server's labels (placement matches them)
+  --edge-port <port>   serve the apps' edge on this port (all addresses): only requests
+                       the control plane's edge forwarded, signed, reach an app (the
+                       server's publicUrl points here)
   -h, --help           this help
 
 The runner's other settings are the adapter's variables (BUILD_TIMEOUT,
@@ -93,6 +100,7 @@ export async function runnerMain(args: string[], io: RunnerIo): Promise<number> 
         concurrency: { type: "string" },
         "work-dir": { type: "string" },
         labels: { type: "string" },
+        "edge-port": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }).values;
@@ -114,6 +122,8 @@ export async function runnerMain(args: string[], io: RunnerIo): Promise<number> 
   if (!token?.startsWith("wsr_")) return usage("--token (or WORKSPACE_RUNNER_TOKEN) must be the server's runner token (wsr_…)");
   const concurrency = Number(values.concurrency ?? "1");
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) return usage("--concurrency must be 1 to 32");
+  const edgePort = values["edge-port"] === undefined ? undefined : Number(values["edge-port"]);
+  if (edgePort !== undefined && !(Number.isInteger(edgePort) && edgePort >= 1 && edgePort <= 65535)) return usage("--edge-port must be a port, 1 to 65535");
   const labels =
     values.labels === undefined
       ? undefined
@@ -195,6 +205,25 @@ export async function runnerMain(args: string[], io: RunnerIo): Promise<number> 
     };
     logger.info("runner_started", { serverId, workDir, concurrency, sandbox: core.sandbox.describe() });
     core.runner.start();
+    const { runner } = core;
+    let edgeServer: Server | undefined;
+    if (edgePort !== undefined) {
+      const edge = createServerEdge({
+        edgeKey: await deriveEdgeKey(token),
+        // Running here: its port; being built or launched here: none yet (held); else not this server's.
+        portOf: (id) => runner.supervisor.running().find((a) => a.deploymentId === id)?.port ?? (runner.active().includes(id) ? null : undefined),
+        onHeld: () => runner.wake(),
+        holdMs: settings.healthTimeoutMs,
+        logger,
+      });
+      edgeServer = createServer((req, res) => edge.handle(req, res));
+      edgeServer.on("upgrade", (req, socket, head) => edge.upgrade(req, socket as Socket, head));
+      await new Promise<void>((listening, failed) => {
+        edgeServer!.once("error", failed);
+        edgeServer!.listen(edgePort, () => listening());
+      });
+      logger.info("runner_edge_listening", { port: edgePort });
+    }
     const beat = async () => {
       try {
         await control.heartbeat(facts);
@@ -211,6 +240,7 @@ export async function runnerMain(args: string[], io: RunnerIo): Promise<number> 
     process.once("SIGTERM", () => process.exit(143));
     process.once("SIGINT", () => process.exit(130));
     control.interrupt();
+    edgeServer?.close();
     await core.runner.stop();
     // Its apps are gone: the edges hold their requests until the next start brings them back.
     if (!revoked) await control.forgetPorts().catch(() => {});

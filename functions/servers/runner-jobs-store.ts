@@ -86,8 +86,20 @@ export async function appendRunnerLogs(db: Db, d: DeploymentRow, lines: RunnerLo
   });
 }
 
-/** The server worked on the job: it claimed it (even if it failed since) or serves its app. Events and the job's leftovers are its to report. */
-export const workedOn = (d: DeploymentRow, serverId: string) => d.claimedBy === serverId || d.servedBy === serverId;
+/** How long after a job failed or was canceled its leftovers (the failure event, its archive) may still be reported. */
+export const LEFTOVERS_MS = 15 * 60_000;
+
+/**
+ * The server worked on the job: it holds its claim or serves its app; or the job failed or was
+ * canceled within LEFTOVERS_MS while placed where this server could build it (its own, or any
+ * server of the organization): a finish drops the claim from the row, and the runner then
+ * reports the failure event and discards the archive. Events and the job's leftovers are its to report.
+ */
+export function workedOn(d: DeploymentRow, serverId: string, now: Date): boolean {
+  if (d.claimedBy === serverId || d.servedBy === serverId) return true;
+  const justEnded = (d.status === "failed" || d.status === "canceled") && d.finishedAt !== null && now.getTime() - d.finishedAt.getTime() < LEFTOVERS_MS;
+  return justEnded && d.placement === "server" && (d.serverId === null || d.serverId === serverId);
+}
 
 /** Which of `ids` are deployments of the organization (the others are left out of a batch read, like unknown ids). */
 export async function deploymentIdsOfOrg(db: Db, orgId: string, ids: string[]): Promise<string[]> {

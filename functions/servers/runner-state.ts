@@ -7,7 +7,8 @@
  *
  * Scope: the runner's organization only (another organization's deployment, environment or
  * project answers 404 like an unknown id; batch reads leave such ids out); a write names a
- * deployment the server worked on (claimed) or serves, else 409 ("not yours", never retried).
+ * deployment the server holds or serves (or, for a failed job's event and archive, one that just
+ * failed where it could have built it: workedOn), else 409 ("not yours", never retried).
  */
 import { z } from "@hono/zod-openapi";
 import { discardArtifact, recordWorkDirBytes } from "../deployments/artifacts";
@@ -64,10 +65,10 @@ async function counted(c: AppContext) {
   return runner;
 }
 
-/** A job the server worked on (claimed, even if finished since) or serves; 409 otherwise. */
+/** A job the server holds, serves, or that just failed where it could have built it (workedOn); 409 otherwise. */
 async function workedJob(c: AppContext, id: string) {
   const job = await jobOf(c, id);
-  if (!workedOn(job.d, job.serverId)) throw notYours();
+  if (!workedOn(job.d, job.serverId, c.get("clock")())) throw notYours();
   return job;
 }
 

@@ -396,7 +396,9 @@ describe("runner protocol: rate limits", () => {
 });
 
 describe("runner protocol: events, leftovers, autoRollback and the reconcile reads", () => {
-  it("every remaining RunnerControl method has its route: the server's own jobs only (409 for another server's, 404 for another organization's)", async () => {
+  it("every remaining RunnerControl method has its route: the server's own jobs only (409 for another server's, 404 for another organization's)", {
+    timeout: 120_000,
+  }, async () => {
     const t = await seedTenant(h);
     const other = await seedTenant(h);
     const p = await gitProject(t);
@@ -420,8 +422,19 @@ describe("runner protocol: events, leftovers, autoRollback and the reconcile rea
     await expectProblem(await job(s2.token, d1.id, "/events", { json: event }), 409);
     await expectProblem(await job(foreign.token, d1.id, "/events", { json: event }), 404);
     expect((await expectProblem(await job(s.token, d1.id, "/events", { json: { ...event, category: "member.joined" } }), 400)).field).toBe("category");
+    // A job that failed no longer names its claimer: its failure event and archive are reported by a server it was placed on.
+    const failing = await queued(t, { projectId: p.id, serverId: s.id });
+    expect(await claimed(s.token)).toBe(failing.id);
+    await expectStatus(await job(s.token, failing.id, "/advance", { json: { from: ["building"], to: "failed", failureReason: "exit 1" } }), 200);
+    const failedEvent = { category: "build.failed", title: "Build failed", message: "exit 1", data: { stage: "build" } };
+    await expectProblem(await job(s2.token, failing.id, "/events", { json: failedEvent }), 409);
+    await expectStatus(await job(s.token, failing.id, "/events", { json: failedEvent }), 204);
+    await expectStatus(await h.request(`/api/runner/jobs/${failing.id}/source`, { method: "DELETE", token: s.token }), 204);
     const stored = await h.db.select().from(notificationEvents).where(eq(notificationEvents.orgId, t.orgId));
-    expect(stored.map((e) => [e.category, (e.data as { deploymentId: string }).deploymentId])).toEqual([["deploy.succeeded", d1.id]]);
+    expect(stored.map((e) => [e.category, (e.data as { deploymentId: string }).deploymentId]).sort()).toEqual([
+      ["build.failed", failing.id],
+      ["deploy.succeeded", d1.id],
+    ]);
 
     // The environment, its current deployment; another organization's is 404.
     expect(await expectStatus(await h.request(`/api/runner/environments/${envId}`, { token: s.token }), 200)).toEqual({
