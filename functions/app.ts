@@ -4,7 +4,7 @@
  * pass them in; handlers reach every service through `c.var`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices } from "../shared/http/context";
 import { describeError } from "../shared/http/error-log";
@@ -40,6 +40,8 @@ export interface AppDeps {
   loops?: LoopProbe[];
   /** A log line per request (default true: the Worker's go to its log stream); the self-hosted terminal turns them on with LOG_REQUESTS. */
   logRequests?: boolean;
+  /** Middleware run on every request before the routes (self-hosted: the request metrics, functions/operations/metrics). */
+  middleware?: MiddlewareHandler<AppEnv>[];
 }
 
 const PROBLEM_TYPE = "application/problem+json";
@@ -105,6 +107,8 @@ export function createApp(deps: AppDeps) {
         });
     }
   });
+
+  for (const middleware of deps.middleware ?? []) app.use("*", middleware);
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return problemResponse(c, err);

@@ -8,6 +8,7 @@
 import type { Db } from "../../shared/db/types";
 import type { Logger } from "../../shared/http/logger";
 import { appendLogLines, type NewLogLine } from "./store";
+import { countLogLines } from "../operations/metrics/process-metrics";
 
 const FLUSH_MS = 50;
 const MAX_BATCH = 5000;
@@ -52,6 +53,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
         }
         if (byProject.size === 1) {
           dropped += batch.length;
+          countLogLines("dropped", batch.length);
           deps.logger.error("log_append_failed", { lines: batch.length, error: (error as Error).message });
           return;
         }
@@ -61,6 +63,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
             deps.onAppended?.([projectId]);
           } catch (e) {
             dropped += lines.length;
+            countLogLines("dropped", lines.length);
             deps.logger.error("log_append_failed", { projectId, lines: lines.length, error: (e as Error).message });
           }
         }
@@ -73,9 +76,11 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
     write(line) {
       if (queue.length >= MAX_QUEUED) {
         dropped++;
+        countLogLines("dropped");
         return;
       }
       queue.push(line);
+      countLogLines("ingested");
       if (queue.length >= MAX_BATCH) void flushNow();
       else timer ??= setTimeout(() => void flushNow(), FLUSH_MS);
     },

@@ -13,6 +13,7 @@ import type { RestartPolicy } from "./runner/types";
 import type { SandboxSettings } from "./runner/sandbox/sandbox";
 import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
+import { type MetricsSettings, metricsSettingsFromEnv } from "../operations/metrics/settings";
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -146,7 +147,7 @@ export const DEFAULT_BUILD_ENV_PASSTHROUGH = [
 
 /** Settings of the server that never reach a build, whatever BUILD_ENV_PASSTHROUGH says. */
 const NEVER_PASSED =
-  /^(SECRET_KEYS|SECRET_KEYS_FILE|DATABASE_URL|WORKSPACE_OWNER_TOKEN|CLOUD_TOKEN|S3_SECRET_ACCESS_KEY|S3_ACCESS_KEY_ID|SMTP_URL|EMAIL_API_KEY)$/;
+  /^(SECRET_KEYS|SECRET_KEYS_FILE|DATABASE_URL|WORKSPACE_OWNER_TOKEN|CLOUD_TOKEN|S3_SECRET_ACCESS_KEY|S3_ACCESS_KEY_ID|SMTP_URL|EMAIL_API_KEY|METRICS_TOKEN)$/;
 
 /** BUILD_ENV_PASSTHROUGH (comma-separated names) → the values the server has for them now. */
 export function buildEnvPassthrough(raw: string | undefined, env: Record<string, string | undefined>): Record<string, string> {
@@ -241,6 +242,8 @@ export type NodeConfig = {
   storageQuotas: StorageQuotas;
   /** CLOUD_API_URL, CLOUD_TOKEN (and CLOUD_ORGANIZATION_ID): the cloud link of this instance's first organization; the URL alone is the default of PUT /api/cloud/link. */
   cloud: { apiUrl?: string; token?: string; organizationId?: string };
+  /** METRICS_BIND and METRICS_TOKEN: where GET /metrics is served, and the token it takes (functions/operations/metrics/settings.ts); neither: not served. */
+  metrics?: MetricsSettings;
 };
 
 /** LOCAL_ROOTS: comma-separated absolute folders; each must exist and be a directory; kept as real paths (symbolic links resolved), deduplicated. */
@@ -313,6 +316,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   if (e.CLOUD_TOKEN && !e.CLOUD_API_URL) throw new Error("Invalid configuration CLOUD_TOKEN: set CLOUD_API_URL too (the cloud API the token belongs to)");
   return {
     storageQuotas: storageQuotasFromEnv(env),
+    metrics: metricsSettingsFromEnv(env),
     localRoots,
     cloud: { apiUrl: e.CLOUD_API_URL, token: e.CLOUD_TOKEN, organizationId: e.CLOUD_ORGANIZATION_ID },
     runner,

@@ -20,6 +20,10 @@ import { raiseFdLimit } from "./fd-limit";
 import { bindHttpServer } from "./http-server";
 import { createNodeServices } from "./services";
 import { migrationsLine } from "../../shared/db/migration-level";
+import { bindMetricsListener, type MetricsListener } from "../operations/metrics/listener";
+import { createMetrics } from "../operations/metrics/metrics";
+import { requestMetrics } from "../operations/metrics/http-requests";
+import { mountMetricsRoute } from "../operations/metrics/route";
 
 export interface RunningServer {
   url: string;
@@ -42,7 +46,10 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     trustedProxies: config.trustedProxies,
   });
   let unlock = () => {};
+  let metricsListener: MetricsListener | undefined;
   try {
+    // METRICS_BIND is refused as early as the main port when taken.
+    if (config.metrics?.bind) metricsListener = await bindMetricsListener(config.metrics.bind);
     // Postgres may be shared by several stateless processes; the embedded database may not.
     if (!config.databaseUrl) unlock = lockDataDir(config.dataDir);
     const pgliteDir = join(config.dataDir, "pglite");
@@ -73,7 +80,19 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
     const node = await createNodeServices(config, database, keyring, logger);
-    const app = createApp({ services: () => node.services, logger, extraRouters: node.extraRouters, loops: node.loops, logRequests: config.logRequests });
+    // Metrics are counted whether or not they are served (functions/operations/metrics): the cost is a few counters.
+    const metrics = createMetrics({ db: database.db, database, settings: config.metrics ?? {} });
+    const app = createApp({
+      services: () => node.services,
+      logger,
+      extraRouters: node.extraRouters,
+      loops: node.loops,
+      logRequests: config.logRequests,
+      middleware: [requestMetrics()],
+    });
+    // On the main port only with METRICS_TOKEN; METRICS_BIND's listener serves them on its own.
+    if (config.metrics?.token) mountMetricsRoute(app, metrics);
+    metricsListener?.serve(metrics);
     // The web console at `/` (the Worker serves the same folder as static assets).
     mountConsole(app);
     // One listener: requests for the apps' hostnames go to the edge, everything else to the API.
@@ -81,6 +100,8 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     const readyIn = ((performance.now() - startedAt) / 1000).toFixed(1);
     print(`workspace-service (self-hosted, ${config.databaseUrl ? "Postgres" : "embedded PGlite"}) listening on ${url} (ready in ${readyIn} s)`);
+    const metricsHost = config.metrics?.bind?.host ?? "";
+    if (metricsListener) print(`Metrics on http://${metricsHost.includes(":") ? `[${metricsHost}]` : metricsHost}:${metricsListener.port}/metrics`);
     const hostsWarning = apiHostsWarning(config);
     if (hostsWarning) print(hostsWarning);
     node.start();
@@ -90,7 +111,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       url,
       close: () =>
         (closing ??= (async () => {
-          await http.close();
+          await Promise.all([http.close(), metricsListener?.close()]);
           // Sends in flight finish and are recorded before the database closes.
           await node.close();
           await database.close();
@@ -100,7 +121,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
         })()),
     };
   } catch (e) {
-    await http.close();
+    await Promise.all([http.close(), metricsListener?.close()]);
     unlock();
     throw e;
   }

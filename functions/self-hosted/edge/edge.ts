@@ -45,6 +45,7 @@ import { hostnameOf, type RouteTable } from "./route-table";
 import { createRateBatcher } from "./rate-batcher";
 import { evaluateRules, type Refusal } from "./rules";
 import { type EdgeTarget, pruneEdgeRateLimits, touchDeployments, wakeDeployment } from "./store";
+import { countEdgeRequest } from "../../operations/metrics/process-metrics";
 
 export interface Edge {
   /** Takes the request unless its Host is the API's (or absent); false: the API answers it. */
@@ -211,6 +212,7 @@ export function createEdge(deps: EdgeDeps): Edge {
     ruleId: string | null,
   ) {
     const durationMs = Math.round(performance.now() - started);
+    countEdgeRequest(status, ruleId);
     deps.logs.write(
       requestLogLine(target, { method: req.method, host: req.headers.host ?? null, path, client, status, durationMs, bytes, ruleId, at: clock() }),
     );

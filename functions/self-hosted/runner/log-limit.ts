@@ -8,6 +8,8 @@
  * on Postgres while a flood began. A process whose line was refused is also
  * throttled by processes.ts (THROTTLE_MS), so dropping costs almost nothing.
  */
+import { countLogLines } from "../../operations/metrics/process-metrics";
+
 export const BURST_SECONDS = 2;
 export const REPORT_MS = 5_000;
 
@@ -41,11 +43,13 @@ export function createLogLimiter(ratePerSecond: number): LogLimiter {
       }
       if (b.dropped === 0) b.since = now;
       b.dropped += 1;
+      countLogLines("dropped");
       return false;
     },
     skipped(id, lines) {
       const b = buckets.get(id);
       if (b) b.dropped += lines;
+      countLogLines("dropped", lines);
     },
     due(now) {
       const out: Array<{ deploymentId: string; dropped: number }> = [];
