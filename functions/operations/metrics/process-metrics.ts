@@ -16,7 +16,7 @@ collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision:
 
 const edgeRequests = new Counter({
   name: "wsp_edge_requests_total",
-  help: "Requests to apps' hostnames the edge answered (the app's answer, or the edge's own page), by status and by the kind of route rule that refused it: none, access (ban, allow-deny), rate_limit.",
+  help: "Requests to a project's hostname the edge answered (the app's answer, or the edge's own page; a Host no project has is not counted), by status and by the kind of route rule that refused it: none, access (ban, allow-deny), rate_limit.",
   labelNames: ["status", "rule"] as const,
   registers: [processRegistry],
 });
