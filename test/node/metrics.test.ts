@@ -296,6 +296,8 @@ describe("who may scrape without METRICS_TOKEN (runner off)", () => {
     const { port, lines } = await start({ METRICS_BIND: "127.0.0.1:0" });
     const metricsPort = metricsPortOf(lines);
     expect((await get(port, "/healthz")).status).toBe(200);
+    // A query through the instrumented client (the start's own reads ran before the metrics existed).
+    expect((await get(port, "/readyz")).status).toBe(200);
     const scraped = await get(metricsPort, "/metrics");
     expect(scraped.status).toBe(200);
     const families = parsePrometheusTextFormat(scraped.body);
