@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 
 /**
- * @typedef {{id: string, label: string, description: string, defaultEnabled: boolean}} Category
+ * @typedef {{id: string, label: string, description: string, defaultEnabled: boolean, available: boolean, reason: string | null}} Category
  * @typedef {"email" | "webhook" | "in_app" | "slack" | "discord" | "msteams"} ChannelKind
  * @typedef {{id: string, kind: ChannelKind, label: string, enabled: boolean, verified: boolean, createdAt: string,
  *   config: {address?: string, url?: string, signingSecretConfigured?: boolean, webhookUrlConfigured?: boolean, webhookUrlHint?: string, format?: string}}} Channel

@@ -4,6 +4,8 @@
  * checkbox per cell. Toggling a cell sends exactly one PUT /api/notifications/subscriptions for
  * that cell (an idempotent upsert); a refused change puts the box back and says why.
  * Also the organization's defaults (one checkbox per category), editable with notifications:admin.
+ * Categories nothing produces yet (`available: false`) come last, greyed and marked "not yet
+ * produced": they stay choosable, since a team's own tools may send them through the events API.
  */
 import { api } from "./api.js";
 import { h } from "./dom.js";
@@ -48,6 +50,20 @@ function toggle(name, checked, disabled, save, out, said) {
   return box;
 }
 
+/** Produced categories first, the others after them, each group in the registry's order. @param {Category[]} categories */
+const producedFirst = (categories) => [...categories.filter((c) => c.available), ...categories.filter((c) => !c.available)];
+
+/** A category's row header: its label, "not yet produced" when nothing sends it, and what triggers it. @param {Category} cat */
+function categoryHeader(cat) {
+  return h(
+    "th",
+    { scope: "row" },
+    cat.label,
+    !cat.available && h("span", { class: "tag-unproduced" }, "not yet produced"),
+    h("span", { class: "sub" }, cat.description),
+  );
+}
+
 /**
  * @param {{canWrite: boolean, categories: Category[], channels: Channel[], subscriptions: Subscription[]}} opts
  */
@@ -61,7 +77,11 @@ export function gridSection({ canWrite, categories, channels, subscriptions }) {
     "section",
     { "aria-labelledby": "grid-heading" },
     h("h2", { id: "grid-heading" }, "What you receive, where"),
-    h("p", { class: "sub", id: "grid-hint" }, "Each box sends one category of alerts to one of your channels. A change is saved at once."),
+    h(
+      "p",
+      { class: "sub", id: "grid-hint" },
+      'Each box sends one category of alerts to one of your channels. A change is saved at once. Categories marked "not yet produced" are never sent by Workspace itself yet; only your own tools can send them.',
+    ),
     failure,
   );
   if (channels.length === 0) {
@@ -92,11 +112,11 @@ export function gridSection({ canWrite, categories, channels, subscriptions }) {
     h(
       "tbody",
       {},
-      categories.map((cat) =>
+      producedFirst(categories).map((cat) =>
         h(
           "tr",
-          {},
-          h("th", { scope: "row" }, cat.label, h("span", { class: "sub" }, cat.description)),
+          { class: cat.available ? undefined : "unproduced" },
+          categoryHeader(cat),
           channels.map((ch) =>
             h(
               "td",
@@ -144,13 +164,13 @@ export function defaultsSection({ canAdmin, role, categories, defaults }) {
     h(
       "tbody",
       {},
-      categories.map((cat) => {
+      producedFirst(categories).map((cat) => {
         const d = byCategory.get(cat.id);
         const from = h("td", {}, source(d));
         return h(
           "tr",
-          {},
-          h("th", { scope: "row" }, cat.label),
+          { class: cat.available ? undefined : "unproduced" },
+          h("th", { scope: "row" }, cat.label, !cat.available && h("span", { class: "tag-unproduced" }, "not yet produced")),
           h(
             "td",
             { class: "cell" },

@@ -150,6 +150,14 @@ describe("channels and the grid", () => {
     const cell = page.getByRole("checkbox", { name: "Backup failed on Ops mail", exact: true });
     await cell.waitFor();
     expect(await cell.isChecked()).toBe(false);
+    // A category nothing produces yet is greyed and says so, after the produced ones; it can still be chosen.
+    const grid = page.locator("table.grid-table tbody tr");
+    expect(await grid.filter({ hasText: "Backup failed" }).getAttribute("class")).toBe("unproduced");
+    expect(await grid.filter({ hasText: "Backup failed" }).getByText("not yet produced").count()).toBe(1);
+    expect(await grid.filter({ hasText: "Deploy succeeded" }).getByText("not yet produced").count()).toBe(0);
+    const rows = await grid.locator("th").evaluateAll((ths) => ths.map((th) => th.closest("tr")!.className));
+    expect(rows.indexOf("unproduced")).toBe(4);
+    expect(rows.slice(4).every((c) => c === "unproduced")).toBe(true);
     const before = cellsOf((await api(owner.token, "GET", "/notifications/subscriptions?limit=100")).items);
     const mail = (await api(owner.token, "GET", "/notifications/channels")).items.find((c: { label: string }) => c.label === "Ops mail");
 
