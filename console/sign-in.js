@@ -1,22 +1,28 @@
 // @ts-check
 /**
  * Sign-in: an e-mailed one-time code (POST /api/auth/login, then /api/auth/verify), and on
- * self-hosted instances a personal access token pasted once (POST /api/auth/token). The token
- * form is shown only where that route exists: an empty probe answers 400 there, 404 elsewhere.
+ * self-hosted instances a personal access token pasted once (POST /api/auth/token). Which of
+ * the two work here is asked once (GET /api/auth/methods): only those forms are shown, so no
+ * request is sent that is known to fail; a server without e-mail says so in a sentence.
  */
 import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, field, showFormError, showProblem } from "./forms.js";
 
-/** @type {Promise<boolean> | undefined} */
-let tokenRoute;
-/** Whether POST /api/auth/token exists here (asked once per page load). */
-function hasTokenSignIn() {
-  tokenRoute ??= api("POST", "/auth/token", {}).then(
-    () => true,
-    (e) => !(e instanceof ApiError && (e.status === 404 || e.status === 0)),
+/** @typedef {{email: boolean, token: boolean}} SignInMethods */
+
+/** @type {Promise<SignInMethods> | undefined} */
+let methods;
+/** How one signs in here (asked once per page load); unknown (the server unreachable): both forms, their own errors say why. */
+function signInMethods() {
+  methods ??= api("GET", "/auth/methods").then(
+    (m) => /** @type {SignInMethods} */ (m),
+    () => {
+      methods = undefined;
+      return { email: true, token: true };
+    },
   );
-  return tokenRoute;
+  return methods;
 }
 
 /**
@@ -26,6 +32,8 @@ function hasTokenSignIn() {
 export function signInPage(main, ctx) {
   document.title = "Sign in · Workspace";
   const email = h("input", { type: "email", name: "email", autocomplete: "email", required: true, maxlength: 320 });
+  const noMail = h("p", { class: "card note", role: "note" });
+  noMail.hidden = true;
   const emailForm = h(
     "form",
     { class: "card", "aria-labelledby": "code-heading", novalidate: true },
@@ -71,7 +79,7 @@ export function signInPage(main, ctx) {
     h(
       "p",
       {},
-      "For instances without e-mail: paste a token without scopes once (wsp_…, e.g. the owner token printed at first start). The session ends when the token is revoked.",
+      "Paste a personal access token (it starts with wsp_), for example the owner token the server printed when it first started, also saved as owner-token in its data folder. Signing out or revoking the token ends the session.",
     ),
     field("Personal access token", token),
     h("button", { type: "submit" }, "Sign in with token"),
@@ -91,8 +99,9 @@ export function signInPage(main, ctx) {
       clearErrors(codeForm);
       code.focus();
     } catch (e) {
+      // E-mail was turned off since the page loaded: say so as the page would have.
       if (e instanceof ApiError && e.status === 503 && !tokenForm.hidden) {
-        showFormError(emailForm, `${e.problem.detail || "E-mail is not configured on this server."} Use the token form below.`);
+        showFormError(emailForm, "This server cannot send e-mail, so it cannot send you a code. Sign in with a personal access token below.");
         token.focus();
       } else showProblem(emailForm, e);
     }
@@ -123,9 +132,17 @@ export function signInPage(main, ctx) {
     }
   });
 
-  main.replaceChildren(h("h1", { tabindex: "-1" }, "Sign in"), h("div", { class: "stack" }, emailForm, codeForm, tokenForm));
-  void hasTokenSignIn().then((exists) => {
-    tokenForm.hidden = !exists;
+  emailForm.hidden = true;
+  main.replaceChildren(h("h1", { tabindex: "-1" }, "Sign in"), h("div", { class: "stack" }, noMail, emailForm, codeForm, tokenForm));
+  void signInMethods().then((m) => {
+    emailForm.hidden = !m.email;
+    tokenForm.hidden = !m.token;
+    if (!m.email) {
+      noMail.textContent = m.token
+        ? "This server cannot send e-mail, so sign in with a personal access token."
+        : "This server cannot send e-mail yet, so there is no way to sign in here. Its operator needs to set up e-mail first.";
+      noMail.hidden = false;
+    }
   });
 }
 

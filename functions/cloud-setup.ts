@@ -6,7 +6,8 @@
  */
 import { migrationsLine } from "../shared/db/migration-level";
 import { openPostgres } from "../shared/db/postgres";
-import { bootstrapOwner } from "./identity/store";
+import { EmailSchema } from "./auth/login";
+import { bootstrapOwner, DEFAULT_OWNER_EMAIL } from "./identity/store";
 
 const url = process.env.DATABASE_URL;
 if (!url) {
@@ -18,6 +19,12 @@ if (ownerToken !== undefined && ownerToken.length < 32) {
   console.error("WORKSPACE_OWNER_TOKEN must be at least 32 characters");
   process.exit(1);
 }
+// The first owner's address (the one to ask a sign-in code for); default DEFAULT_OWNER_EMAIL.
+const ownerEmail = process.env.WORKSPACE_OWNER_EMAIL || undefined;
+if (ownerEmail !== undefined && !EmailSchema.safeParse(ownerEmail).success) {
+  console.error("WORKSPACE_OWNER_EMAIL must be an e-mail address, e.g. you@example.com");
+  process.exit(1);
+}
 // A database migrated by a newer version is refused with a message naming both levels.
 const database = await openPostgres(url, { max: 1 }).catch((e: Error) => {
   console.error(e.message);
@@ -25,9 +32,9 @@ const database = await openPostgres(url, { max: 1 }).catch((e: Error) => {
 });
 try {
   console.log(migrationsLine(database.migrated));
-  const boot = await bootstrapOwner(database.db, { token: ownerToken });
+  const boot = await bootstrapOwner(database.db, { token: ownerToken, email: ownerEmail?.toLowerCase() });
   if (boot) {
-    console.log(`created the owner user and organization ${boot.orgId}`);
+    console.log(`created the owner user ${ownerEmail?.toLowerCase() ?? DEFAULT_OWNER_EMAIL} and organization ${boot.orgId}`);
     if (!ownerToken) console.log(`owner token (shown once):\n  ${boot.token}`);
   }
 } finally {

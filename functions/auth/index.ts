@@ -5,10 +5,11 @@
  */
 import { createRouter } from "../../shared/http/router";
 import { loginRouter } from "./login";
+import { methodsRouter } from "./methods";
 import { sessionsRouter } from "./sessions";
 import { tokenSignInRouter } from "./token-sign-in";
 import { verifyRouter } from "./verify";
 
-export const authRouter = createRouter().route("/", loginRouter).route("/", verifyRouter).route("/", sessionsRouter);
+export const authRouter = createRouter().route("/", methodsRouter).route("/", loginRouter).route("/", verifyRouter).route("/", sessionsRouter);
 
 export const selfHostedAuthRouter = tokenSignInRouter;

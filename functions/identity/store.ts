@@ -119,21 +119,29 @@ interface BootstrapResult {
 }
 
 /**
- * First start on an empty database: an owner, an organization and an all-tags
- * token. Returns null when any user exists already. `beforeCommit` runs inside the
- * transaction (e.g. saving the token where the operator finds it): if it throws,
- * nothing is created.
+ * The first owner's address unless WORKSPACE_OWNER_EMAIL names one: under `.localhost`
+ * (RFC 6761, never a real mailbox), and a valid address by the API's own e-mail check,
+ * so the console's sign-in form takes it (`owner@localhost` has no dot in its domain and
+ * was refused).
+ */
+export const DEFAULT_OWNER_EMAIL = "owner@workspace.localhost";
+
+/**
+ * First start on an empty database: an owner (`email`, default DEFAULT_OWNER_EMAIL),
+ * an organization and an all-tags token. Returns null when any user exists already.
+ * `beforeCommit` runs inside the transaction (e.g. saving the token where the
+ * operator finds it): if it throws, nothing is created.
  */
 export async function bootstrapOwner(
   db: Db,
-  opts: { token?: string; beforeCommit?: (result: BootstrapResult) => void | Promise<void> } = {},
+  opts: { token?: string; email?: string; beforeCommit?: (result: BootstrapResult) => void | Promise<void> } = {},
 ): Promise<BootstrapResult | null> {
   return db.transaction(async (tx) => {
     // Several processes may start at once on one Postgres: only one bootstraps.
     await tx.execute(sql`select pg_advisory_xact_lock(727002)`);
     const [existing] = await tx.select({ n: count() }).from(users);
     if (existing!.n > 0) return null;
-    const user = await createUser(tx, { email: "owner@localhost", name: "Owner" });
+    const user = await createUser(tx, { email: opts.email ?? DEFAULT_OWNER_EMAIL, name: "Owner" });
     const org = await createOrganization(tx, "Default organization", user.id);
     const { token } = await issueToken(tx, { userId: user.id, name: "owner", scopes: null, expiresAt: null, token: opts.token });
     const result = { userId: user.id, orgId: org.id, token };

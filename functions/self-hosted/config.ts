@@ -13,6 +13,7 @@ import type { RestartPolicy } from "./runner/types";
 import type { SandboxSettings } from "./runner/sandbox/sandbox";
 import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
+import { DEFAULT_OWNER_EMAIL } from "../identity/store";
 import { type MetricsSettings, metricsSettingsFromEnv } from "../operations/metrics/settings";
 
 const EnvSchema = z.object({
@@ -23,6 +24,11 @@ const EnvSchema = z.object({
   SECRET_KEYS: z.string().min(1).optional(),
   SECRET_KEYS_FILE: z.string().min(1).optional(),
   WORKSPACE_OWNER_TOKEN: z.string().min(32, "WORKSPACE_OWNER_TOKEN must be at least 32 characters").optional(),
+  WORKSPACE_OWNER_EMAIL: z
+    .email("WORKSPACE_OWNER_EMAIL must be an e-mail address, e.g. you@example.com")
+    .max(320, "WORKSPACE_OWNER_EMAIL must be an e-mail address, e.g. you@example.com")
+    .transform((e) => e.toLowerCase())
+    .default(DEFAULT_OWNER_EMAIL),
   LOG_LEVEL: z.enum(["debug", "info", "silent"], { message: "LOG_LEVEL must be debug, info or silent" }).default("info"),
   LOG_REQUESTS: z.enum(["true", "false", "1", "0"], { message: "LOG_REQUESTS must be true or false" }).optional(),
   SHARED_DOMAIN: z.string().min(1).default("localhost"),
@@ -206,6 +212,8 @@ export type NodeConfig = {
   databaseUrl?: string;
   secretKeys?: string;
   ownerToken?: string;
+  /** WORKSPACE_OWNER_EMAIL (default DEFAULT_OWNER_EMAIL): the address of the owner created on first start, the one to sign in with by e-mailed code. */
+  ownerEmail: string;
   /** LOG_LEVEL: `info` (default) prints the start lines, errors and a line per deployment state change; `debug` adds a line per request; `silent` prints none of them. */
   logLevel: "debug" | "info" | "silent";
   /** A JSON line per API request (LOG_REQUESTS=true, or LOG_LEVEL=debug unless LOG_REQUESTS=false); off by default: the console polls every few seconds. */
@@ -328,6 +336,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     databaseUrl: e.DATABASE_URL,
     secretKeys: e.SECRET_KEYS_FILE ? readSecretFile("SECRET_KEYS_FILE", e.SECRET_KEYS_FILE, e.SECRET_KEYS) : e.SECRET_KEYS,
     ownerToken: e.WORKSPACE_OWNER_TOKEN,
+    ownerEmail: e.WORKSPACE_OWNER_EMAIL,
     logLevel: e.LOG_LEVEL,
     logRequests: e.LOG_REQUESTS === undefined ? e.LOG_LEVEL === "debug" : e.LOG_REQUESTS === "true" || e.LOG_REQUESTS === "1",
     sharedDomain: e.SHARED_DOMAIN,

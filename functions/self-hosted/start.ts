@@ -62,6 +62,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     let savedTo: string | undefined;
     const boot = await bootstrapOwner(database.db, {
       token: config.ownerToken,
+      email: config.ownerEmail,
       beforeCommit: config.ownerToken
         ? undefined
         : (b) => {
@@ -74,7 +75,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     // After the owner step, like every start line: a start that fails before it prints nothing.
     print(migrationsLine(database.migrated));
     if (boot) {
-      print(`First start: created the owner user and organization ${boot.orgId}.`);
+      print(`First start: created the owner user ${config.ownerEmail} (WORKSPACE_OWNER_EMAIL) and organization ${boot.orgId}.`);
       if (!config.ownerToken) print(`Owner token (shown once, also saved to ${savedTo}):\n  ${boot.token}`);
     }
 

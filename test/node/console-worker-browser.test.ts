@@ -96,10 +96,10 @@ describe("console on the Worker (wrangler dev)", () => {
     const context = await newContext(browser, worker.url);
     contexts.push(context);
     const page = await context.newPage();
-    // The page probes POST /api/auth/token once: 404 on the Worker, so the token form stays hidden.
-    const probe = page.waitForResponse((r) => r.url().endsWith("/api/auth/token"));
+    // The page asks how to sign in here: by e-mail, not by token on the Worker, so the token form stays hidden.
+    const methods = page.waitForResponse((r) => r.url().endsWith("/api/auth/methods"));
     await page.goto("/#/sign-in");
-    expect((await probe).status()).toBe(404);
+    expect(await (await methods).json()).toEqual({ email: true, token: false });
     await page.getByLabel("E-mail address", { exact: true }).waitFor();
     expect(await page.getByLabel("Personal access token", { exact: true }).isVisible()).toBe(false);
     await expectAccessible(page, "sign-in");

@@ -1,7 +1,7 @@
 /** Without e-mail configured, asking for a code is 503 for every address (nothing is stored or limited). */
 import { describe, expect, it } from "vitest";
 import { newId } from "../../../shared/ids";
-import { expectProblem, seedTenant } from "../../support/harness";
+import { expectProblem, expectStatus, seedTenant } from "../../support/harness";
 import { useRuntimeHarness } from "../../support/runtime";
 
 const h = useRuntimeHarness();
@@ -14,5 +14,11 @@ describe("sign-in without a mailer", () => {
     expect(known.detail).toMatch(/E-mail is not configured/);
     expect(unknown.detail).toBe(known.detail);
     if (h.runtime !== "worker") expect(known.detail).toMatch(/POST \/api\/auth\/token/);
+  });
+
+  it("says how to sign in here without trying: no e-mail; a token on self-hosted only (GET /api/auth/methods, public)", async () => {
+    const res = await h.request("/api/auth/methods");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await expectStatus(res, 200)).toEqual({ email: false, token: h.runtime !== "worker" });
   });
 });
