@@ -73,8 +73,8 @@ interface Runner {
 }
 
 /** `wsp runner` as a child process on its own work directory (the runner suites' short timeouts). */
-function startRunner(token: string, workDir: string): Runner {
-  const child = spawn(process.execPath, [WSP, "runner", "--api", server.url, "--work-dir", workDir], {
+function startRunner(token: string, workDir: string, more: string[] = []): Runner {
+  const child = spawn(process.execPath, [WSP, "runner", "--api", server.url, "--work-dir", workDir, ...more], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -148,7 +148,8 @@ describe("wsp runner attached to a self-hosted instance", () => {
   }, async () => {
     const t = await newTenant();
     const s = await register(t, "remote-a");
-    const runner = startRunner(s.token, tempDir("ws-remote-work-"));
+    const edgePort = 30_000 + Math.floor(Math.random() * 20_000);
+    const runner = startRunner(s.token, tempDir("ws-remote-work-"), ["--edge-port", String(edgePort)]);
     try {
       const deployed = await wsp(["deploy", appFolder(), "--api", server.url, "--token", t.token]);
       expect(deployed.code, `${deployed.out}\n${deployed.err}\n${runner.out()}`).toBe(0);
@@ -162,6 +163,9 @@ describe("wsp runner attached to a self-hosted instance", () => {
       expect(d).toMatchObject({ status: "ready", current: true, placement: "server", servedBy: s.id });
       const answer = (await (await fetch(`http://127.0.0.1:${d.port}/`)).json()) as { version: string };
       expect(answer.version).toBe("1");
+      // Its edge serves only what the control plane's edge forwarded and signed.
+      const unsigned = await fetch(`http://127.0.0.1:${edgePort}/`, { headers: { "x-wsp-deployment": id! } });
+      expect(unsigned.status).toBe(403);
       // Runtime lines too, through the project's log route.
       const runtime = await until("the app's runtime line", async () => {
         const page = await api<{ items: Array<{ message: string }> }>(t, `/api/projects/${d.projectId}/logs`);
