@@ -15,6 +15,7 @@ import type { UidRange } from "./runner/sandbox/uids";
 import { DEFAULT_S3_REGION, type S3Settings } from "../../shared/storage/s3";
 import { DEFAULT_OWNER_EMAIL } from "../identity/store";
 import { type MetricsSettings, metricsSettingsFromEnv } from "../operations/metrics/settings";
+import { type BackupSchedule, backupScheduleFromEnv } from "../operations/backup/schedule";
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -252,6 +253,8 @@ export type NodeConfig = {
   cloud: { apiUrl?: string; token?: string; organizationId?: string };
   /** METRICS_BIND and METRICS_TOKEN: where GET /metrics is served, and the token it takes (functions/operations/metrics/settings.ts); neither: not served. */
   metrics?: MetricsSettings;
+  /** BACKUP_SCHEDULE, BACKUP_DIR, BACKUP_KEEP: backups the running server takes of itself (functions/operations/backup/schedule.ts); unset: none. */
+  backups?: BackupSchedule;
 };
 
 /** LOCAL_ROOTS: comma-separated absolute folders; each must exist and be a directory; kept as real paths (symbolic links resolved), deduplicated. */
@@ -325,6 +328,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
   return {
     storageQuotas: storageQuotasFromEnv(env),
     metrics: metricsSettingsFromEnv(env),
+    backups: backupScheduleFromEnv(env, e.DATA_DIR),
     localRoots,
     cloud: { apiUrl: e.CLOUD_API_URL, token: e.CLOUD_TOKEN, organizationId: e.CLOUD_ORGANIZATION_ID },
     runner,

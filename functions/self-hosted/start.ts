@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { openPglite } from "../../shared/db/pglite";
 import { openPostgres } from "../../shared/db/postgres";
+import { startScheduledBackups } from "../operations/backup/schedule";
+import { checkKeyring } from "../operations/keyring-check";
 import { jsonLogger, silentLogger } from "../../shared/http/logger";
 import { createApp } from "../app";
 import { bootstrapOwner } from "../identity/store";
@@ -57,6 +59,11 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const database = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite({ dataDir: pgliteDir });
     if (!config.databaseUrl) makeTreePrivate(pgliteDir);
     const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
+    // Other keys than the data's (a restore elsewhere, a lost SECRET_KEYS) are refused before anything reads a secret.
+    await checkKeyring(database.db, keyring).catch(async (e) => {
+      await database.close();
+      throw e;
+    });
 
     // The generated token is saved before the owner is committed: a start that cannot save it creates nothing.
     let savedTo: string | undefined;
@@ -106,6 +113,13 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     const hostsWarning = apiHostsWarning(config);
     if (hostsWarning) print(hostsWarning);
     node.start();
+    const backups = config.backups
+      ? startScheduledBackups(
+          { db: database.db, database: config.databaseUrl ? "postgres" : "pglite", uploadsDir: config.s3 ? undefined : join(config.dataDir, "uploads") },
+          config.backups,
+          logger,
+        )
+      : undefined;
 
     let closing: Promise<void> | undefined;
     return {
@@ -113,6 +127,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       close: () =>
         (closing ??= (async () => {
           await Promise.all([http.close(), metricsListener?.close()]);
+          await backups?.stop();
           // Sends in flight finish and are recorded before the database closes.
           await node.close();
           await database.close();
