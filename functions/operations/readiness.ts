@@ -10,6 +10,7 @@
 import { sql } from "drizzle-orm";
 import { compareLevel, describeState, readApplied } from "../../shared/db/migration-level";
 import type { Db } from "../../shared/db/types";
+import { DeadlineExceeded, withDeadline } from "../../shared/deadline";
 
 /** How long the database has to answer before it counts as down. */
 export const DATABASE_DEADLINE_MS = 2_000;
@@ -31,18 +32,6 @@ export interface Readiness {
   checks: Record<string, string>;
 }
 
-class Timeout extends Error {}
-
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Timeout()), ms);
-  });
-  // A query still running after the deadline is left to finish or fail on its own; its failure is not unhandled.
-  work.catch(() => {});
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
-
 /** One per app (per process on Node, per isolate on the Worker): holds the cached migration reading. */
 export function createReadiness(opts: { loops?: LoopProbe[]; deadlineMs?: number; cacheMs?: number } = {}) {
   const deadlineMs = opts.deadlineMs ?? DATABASE_DEADLINE_MS;
@@ -59,7 +48,7 @@ export function createReadiness(opts: { loops?: LoopProbe[]; deadlineMs?: number
       cached = { at: now, text: describeState(compareLevel(applied)) };
       return { database: "ok", migrations: cached.text };
     } catch (e) {
-      return { database: e instanceof Timeout ? `timeout: no answer within ${deadlineMs / 1000} s` : "unreachable" };
+      return { database: e instanceof DeadlineExceeded ? `timeout: no answer within ${deadlineMs / 1000} s` : "unreachable" };
     }
   }
 

@@ -18,6 +18,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { CHANNEL_KINDS, DEPLOYMENT_STATUSES, deployments, deploymentTransitions, notificationAttempts, notificationOutbox } from "../../../shared/db/schema";
 import type { Db } from "../../../shared/db/types";
 import { newId } from "../../../shared/ids";
+import { withDeadline } from "../../../shared/deadline";
 
 /** How long one scrape's queries may take together. */
 export const SCRAPE_DEADLINE_MS = 2_000;
@@ -28,18 +29,6 @@ const MAX_BUILDS_PER_SCRAPE = 10_000;
 
 /** The smallest id of `prefix` made at `ms`: ids below it were made before. */
 const idAt = (prefix: string, ms: number) => newId(prefix, ms).slice(0, prefix.length + 11);
-
-class Timeout extends Error {}
-
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Timeout()), ms);
-  });
-  // Left to finish on its own after the deadline; its failure is not unhandled.
-  work.catch(() => {});
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
 
 /** Registers the database's gauges and counters on `registry`; `db` is read at each scrape. */
 export function registerScrapeQueries(db: Db, registry: Registry, opts: { deadlineMs?: number; now?: () => number } = {}): void {
