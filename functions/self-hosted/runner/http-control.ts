@@ -21,6 +21,8 @@
  *   after its lease ran out, numbers above what was stored before it (with
  *   clocks within the lease of each other).
  */
+import { ApiError } from "../../../shared/http/errors";
+import { readBodyBytes } from "../../../shared/http/json-body";
 import type { Logger } from "../../../shared/http/logger";
 import { MAX_UPLOAD_BYTES } from "../../../shared/storage/limits";
 import type { DeploymentStatus } from "../../deployments/store";
@@ -108,23 +110,14 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     );
   });
 
-/** Reads a body under `max` bytes (the stream is canceled beyond it). */
+/** Reads an answer under `max` bytes (shared/http/json-body.ts: a larger Content-Length is refused unread, a longer stream cut). */
 async function readCapped(res: Response, max: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new ControlError(`The API's answer is over ${max} bytes`);
-    }
-    chunks.push(value);
+  try {
+    return new TextDecoder().decode(await readBodyBytes(res, max));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 413) throw new ControlError(`The API's answer is over ${max} bytes`);
+    throw e;
   }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Passes a stream through, failing it once more than `max` bytes went by. */
