@@ -21,7 +21,7 @@ export const servers = pgTable(
       .references(() => organizations.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     labels: text("labels").array().notNull().default(sql`'{}'::text[]`),
-    /** Where the server's edge is reached from the control plane (forwarding, a later step); null: not reachable. */
+    /** Where the control plane's edges forward requests for the apps this server runs (signed, functions/servers/forward-target.ts); null: not reachable. */
     publicUrl: text("public_url"),
     /** SHA-256 of the runner token; the token is shown once, at registration. */
     tokenHash: text("token_hash").notNull(),
