@@ -20,3 +20,5 @@ export * from "./runner";
 export * from "./servers";
 export * from "./idempotency";
 export * from "./instance";
+export * from "./audit";
+export * from "./job-credentials";
