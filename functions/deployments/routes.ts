@@ -239,6 +239,7 @@ export const deploymentRoutes = createRouter()
     // A queued deployment was never claimed: its artifact goes now (a building one's runner removes it once the build stopped).
     if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, row.id);
     c.get("wakeRunner")();
+    c.get("logFeed")?.notify([row.projectId]);
     return c.json(await viewOf(c, orgId, row.id), 200);
   })
   .openapi(promote, async (c) => {

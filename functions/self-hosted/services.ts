@@ -114,7 +114,19 @@ export async function createNodeServices(
         allowPrivate: config.outboundAllowPrivate,
         // A line on the terminal per deployment state change, crash, sleep and wake (LOG_LEVEL=silent: none).
         control: () =>
-          withTerminalLines(createDbControl({ db: database.db, keyring, uploads, writer, logger, runnerId: runnerSettings.id, wakeDeliveries }), logger),
+          withTerminalLines(
+            createDbControl({
+              db: database.db,
+              keyring,
+              uploads,
+              writer,
+              logger,
+              runnerId: runnerSettings.id,
+              wakeDeliveries,
+              wakeStreams: (id) => logFeed.notify([id]),
+            }),
+            logger,
+          ),
       })
     : undefined;
   const { runner, sandbox, control } = core ?? {};

@@ -322,6 +322,8 @@ export const runnerJobsRouter = createRouter()
     const { from, to, failureReason } = c.req.valid("json");
     const moved = await advance(c.get("db"), d.id, serverId, from, to, c.get("clock")(), failureReason);
     if (!moved) throw notYours();
+    // A finished deployment ends its build-log streams now (the CLI's `wsp deploy` waits for that end).
+    c.get("logFeed")?.notify([d.projectId]);
     return c.json(runnerDeployment(moved), 200);
   })
   .openapi(ready, async (c) => {
@@ -330,6 +332,7 @@ export const runnerJobsRouter = createRouter()
     if (d.status === "ready" && d.current && serves(d, serverId)) return c.json(runnerDeployment(d), 200);
     const made = await markReadyIfHeld(c.get("db"), d.id, serverId, c.get("clock")());
     if (!made) throw notYours();
+    c.get("logFeed")?.notify([d.projectId]);
     return c.json(runnerDeployment(made), 200);
   })
   .openapi(release, async (c) => {

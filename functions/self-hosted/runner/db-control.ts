@@ -52,6 +52,8 @@ export interface DbControlDeps {
   runnerId: string;
   /** Wakes the notification deliveries after an event. */
   wakeDeliveries: () => void;
+  /** Wakes the project's open log streams: a deployment that finished ends its build-log stream now, not at the stream's next poll. */
+  wakeStreams?: (projectId: string) => void;
   clock?: () => Date;
 }
 
@@ -60,11 +62,15 @@ const mapped = (d: DeploymentRow | undefined) => (d ? runnerDeployment(d) : unde
 export function createDbControl(deps: DbControlDeps): RunnerControl {
   const { db, keyring, runnerId } = deps;
   const now = deps.clock ?? (() => new Date());
+  const settled = <T extends { projectId: string } | undefined>(d: T): T => {
+    if (d) deps.wakeStreams?.(d.projectId);
+    return d;
+  };
   return {
     claim: async () => mapped(await claimNext(db, runnerId, now())),
     renew: (id) => renewLease(db, id, runnerId, now()),
-    advance: async (id, from, to, failureReason) => mapped(await advance(db, id, runnerId, from, to, now(), failureReason)),
-    markReady: async (id) => runnerDeployment(await markReady(db, id, now())),
+    advance: async (id, from, to, failureReason) => settled(mapped(await advance(db, id, runnerId, from, to, now(), failureReason))),
+    markReady: async (id) => settled(runnerDeployment(await markReady(db, id, now()))),
     release: (id) => releaseJob(db, id, runnerId, now()),
 
     job: (id) => jobContext(db, keyring, id),
