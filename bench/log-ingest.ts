@@ -195,7 +195,9 @@ async function main() {
     console.log(`lines written      ${fmt(written)} in ${ingestSeconds.toFixed(2)} s (dropped by the writer: ${writer.dropped})`);
     console.log(`ingest             ${fmt(ingestRate)} lines/s stored (target ≥ 20,000)`);
     console.log(`stream             ${fmt(received)} of ${fmt(stored)} lines received, ${fmt(received / streamSeconds)} lines/s`);
-    console.log(`stream delay       p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays.at(-1)} ms`);
+    console.log(
+      `stream delay       (saturated: the writer's queue, up to MAX_AHEAD lines, is most of it) p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays.at(-1)} ms`,
+    );
     console.log(`floor              ${fmt(floorRate)} lines/s (bare multi-row INSERTs of the same ${fmt(stored)} lines)`);
     console.log(`ratio              ${(ingestRate / floorRate).toFixed(2)}`);
     report({
@@ -205,14 +207,6 @@ async function main() {
       ratio: ingestRate / floorRate,
       target: "≥ 20,000 lines/s",
       met: ingestRate >= 20_000,
-    });
-    report({
-      measure: "live log stream delay, p99 (line written → received)",
-      figure: `${percentile(delays, 99)} ms`,
-      floor: null,
-      ratio: null,
-      target: "≤ 250 ms",
-      met: percentile(delays, 99) <= 250,
     });
     if (received !== stored) process.exitCode = 1;
 
@@ -244,6 +238,16 @@ async function main() {
     console.log(
       `app stream         ${fmt(app.received)} of ${fmt(appStored)} received; delay p50 ${percentile(app.delays, 50)} ms, p99 ${percentile(app.delays, 99)} ms`,
     );
+    // The issue's condition (a stream keeping up with an app at 20,000 lines/s) is this case, the runner's real path; the
+    // saturated case above measures the writer's queue, not the stream.
+    report({
+      measure: `live log stream delay, p99 (an app at ${fmt(APP_RATE)} lines/s → received on the stream)`,
+      figure: `${percentile(app.delays, 99)} ms`,
+      floor: null,
+      ratio: null,
+      target: "≤ 250 ms",
+      met: percentile(app.delays, 99) <= 250,
+    });
     if (app.received !== appStored || appStored < APP_RATE * SECONDS * 0.95) process.exitCode = 1;
   } finally {
     await db.delete(organizations).where(eq(organizations.id, org.id));
