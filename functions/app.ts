@@ -27,6 +27,7 @@ import { deploymentsApiRouter } from "./deployments";
 import { logsRouter } from "./logs";
 import { runnerJobsRouter, runnerProtocolRouter, runnerStateRouter, serversRouter } from "./servers";
 import { healthRouter, PROBE_PATHS } from "./operations/health";
+import { auditRouter } from "./operations/audit/route";
 import type { LoopProbe } from "./operations/readiness";
 
 export interface AppDeps {
@@ -136,6 +137,7 @@ export function createApp(deps: AppDeps) {
     runnerProtocolRouter,
     runnerJobsRouter,
     runnerStateRouter,
+    auditRouter,
   ];
   for (const router of routers) api.route("/", router);
   app.route("/api", api);

@@ -14,7 +14,8 @@ import type { AppContext } from "../../shared/http/context";
 import { parseAddress } from "../../shared/net/cidr";
 import { clientAddress } from "../../shared/net/forwarded-client";
 
-function peerOf(c: AppContext): string | undefined {
+/** The client's address as text (the same reading as the sign-in limits), or undefined when unknown. */
+export function peerOf(c: AppContext): string | undefined {
   const config = c.get("config");
   if (config.mode === "cloud") return c.req.header("cf-connecting-ip");
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;

@@ -31,6 +31,7 @@ import { readProjectExport } from "../projects/export-store";
 import { ProjectIdParam, ProjectSchema, type ProjectView } from "../projects/schema";
 import { findProject } from "../projects/store";
 import { applyDomains, applyRest, type CreatedPushHook, createTarget, type TransferStep } from "./apply";
+import { recordAudit } from "../operations/audit/record";
 import { cloudTargetOf } from "./link-store";
 import { linkCredentials } from "./link-service";
 import { cloudSide, downloadTarball, type Side, SideRefused, SideUnreachable, selfSide } from "./sides";
@@ -400,5 +401,19 @@ function answer(c: Context<AppEnv>, result: z.infer<typeof TransferResultSchema>
 }
 
 export const transferRouter = createRouter()
-  .openapi(toCloud, async (c) => c.json(answer(c, (await transferToCloud(c, c.req.valid("param").id)) as z.infer<typeof TransferResultSchema>), 200))
-  .openapi(toSelfHosted, async (c) => c.json(answer(c, (await transferToSelfHosted(c, c.req.valid("param").id)) as z.infer<typeof TransferResultSchema>), 200));
+  .openapi(toCloud, async (c) =>
+    c.json(answer(c, (await audited(c, await transferToCloud(c, c.req.valid("param").id))) as z.infer<typeof TransferResultSchema>), 200),
+  )
+  .openapi(toSelfHosted, async (c) =>
+    c.json(answer(c, (await audited(c, await transferToSelfHosted(c, c.req.valid("param").id))) as z.infer<typeof TransferResultSchema>), 200),
+  );
+
+/** One audit row per finished transfer, on this instance (the source project's id and the target's). */
+async function audited<R extends { direction: string; sourceId: string; projectId: string | undefined }>(c: Context<AppEnv>, result: R): Promise<R> {
+  await recordAudit(c, {
+    action: "project.transferred",
+    target: { kind: "project", id: result.sourceId },
+    details: { direction: result.direction, projectId: result.projectId ?? null },
+  });
+  return result;
+}

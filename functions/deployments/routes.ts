@@ -22,6 +22,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { callerOf, createRouter } from "../../shared/http/router";
 import { DeploymentSchema, deploymentView } from "./schema";
 import { PLACEMENTS } from "../../shared/db/schema";
+import { recordAudit } from "../operations/audit/record";
 import { Labels } from "../servers/schema";
 import type { PlacementChoice } from "./placement";
 import { currentWaiting, placementFor } from "./placement-store";
@@ -165,6 +166,14 @@ async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow
 }
 
 /** The per-deploy placement choice, checked against itself and the runtime (the server's organization is checked by placementFor). */
+/** One audit row per queued deployment: where it goes, never its source's credentials. */
+const auditCreated = (c: AppContext, row: DeploymentRow) =>
+  recordAudit(c, {
+    action: "deployment.created",
+    target: { kind: "deployment", id: row.id },
+    details: { projectId: row.projectId, environmentId: row.environmentId },
+  });
+
 function placementChoice(c: AppContext, body: z.infer<typeof CreateBody>): PlacementChoice {
   const { target, serverId, labels } = body;
   if (target === "local" && c.get("config").mode === "cloud") {
@@ -219,6 +228,7 @@ export const deploymentRoutes = createRouter()
       const localPath = project.localPath;
       if (localPath !== null) {
         row = await queueLocal(c, { orgId: caller.orgId, userId: caller.userId, project: { ...project, localPath }, env, placed });
+        await auditCreated(c, row);
         return c.json(await queuedView(c, caller.orgId, row.id), 201);
       }
       const upload = await lastUpload(db, project.id, c.get("clock")());
@@ -230,6 +240,7 @@ export const deploymentRoutes = createRouter()
       }
       row = await queueUpload(c, { orgId: caller.orgId, userId: caller.userId, project, env, ...upload, placed });
     }
+    await auditCreated(c, row);
     return c.json(await queuedView(c, caller.orgId, row.id), 201);
   })
   .openapi(read, async (c) => c.json(await viewOf(c, callerOf(c).orgId, c.req.valid("param").id), 200))
@@ -240,11 +251,13 @@ export const deploymentRoutes = createRouter()
     if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, row.id);
     c.get("wakeRunner")();
     c.get("logFeed")?.notify([row.projectId]);
+    await recordAudit(c, { action: "deployment.canceled", target: { kind: "deployment", id: row.id }, details: { projectId: row.projectId, from } });
     return c.json(await viewOf(c, orgId, row.id), 200);
   })
   .openapi(promote, async (c) => {
     const { orgId } = callerOf(c);
     const row = await promoteDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
     c.get("wakeRunner")();
+    await recordAudit(c, { action: "deployment.promoted", target: { kind: "deployment", id: row.id }, details: { projectId: row.projectId } });
     return c.json(await viewOf(c, orgId, row.id), 200);
   });

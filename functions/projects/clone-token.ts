@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
+import { recordAudit } from "../operations/audit/record";
 import { noControl, ProjectIdParam } from "./schema";
 import { findProject, updateProject, type ProjectRow } from "./store";
 
@@ -63,5 +64,6 @@ export const cloneTokenRouter = createRouter()
       cloneTokenSetAt: ciphertext ? now : null,
       updatedAt: now,
     });
+    await recordAudit(c, { action: "clone_token.changed", target: { kind: "project", id: project.id }, details: { set: token !== null } });
     return c.json(view(row), 200);
   });

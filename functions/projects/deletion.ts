@@ -9,6 +9,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { deleteProject, deletionCounts } from "./deletion-store";
 import { ProjectIdParam } from "./schema";
 import { findProject } from "./store";
+import { recordAudit } from "../operations/audit/record";
 
 const Counts = z
   .object({
@@ -63,5 +64,6 @@ export const deletionRouter = createRouter()
     for (const key of uploads ? artifactKeys : []) {
       await uploads!.remove(key).catch((error) => c.get("logger").error("artifact_remove_failed", { projectId: id, error: (error as Error).message }));
     }
+    await recordAudit(c, { action: "project.deleted", target: { kind: "project", id } });
     return c.json({ projectId: id, removes }, 200);
   });

@@ -13,6 +13,7 @@ import { normalizeHostname } from "./connect";
 import { type DomainRow, listDomains, removeDomain } from "./domains-store";
 import { FreeRouteSchema, ProjectIdParam } from "./schema";
 import { findProject, freeRoute, type ProjectRow } from "./store";
+import { recordAudit } from "../operations/audit/record";
 
 const TAGS = ["Projects"];
 
@@ -97,5 +98,6 @@ export const domainsRouter = createRouter()
     const hostname = normalizeHostname(domain);
     // Longer than any hostname: matches nothing (the domain's 404, after the project's).
     await removeDomain(c.get("db"), callerOf(c).orgId, id, hostname.length > 254 ? "" : hostname);
+    await recordAudit(c, { action: "domain.removed", target: { kind: "project", id }, details: { domain: hostname } });
     return c.body(null, 204);
   });

@@ -9,6 +9,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT, toPage, PageQuery } from "../../shared/http/p
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { environmentOf, envView, listEnv, MASK, mergeProjectEnv, yieldToOthers } from "./env-store";
+import { recordAudit } from "../operations/audit/record";
 import { EnvironmentName, ProjectIdParam } from "./schema";
 import { findProject } from "./store";
 
@@ -49,6 +50,15 @@ const EnvPatchBody = z
     deletes: z.array(EnvKey).max(MAX_CHANGES).optional(),
   })
   .openapi("EnvPatch");
+
+/** At most this many names per list in an audit row (a patch may hold thousands); the counts are always whole. */
+const AUDIT_NAMES = 100;
+
+/** Names only, never values: the audit log must not hold a secret. */
+function envChangeDetails(environment: string, upserts: { key: string }[], deleted: string[]) {
+  const set = upserts.map((u) => u.key);
+  return { environment, set: set.slice(0, AUDIT_NAMES), setCount: set.length, deleted: deleted.slice(0, AUDIT_NAMES), deletedCount: deleted.length };
+}
 
 const list = defineRoute({
   method: "get",
@@ -112,6 +122,11 @@ export const envVarsRouter = createRouter()
       if (seen.has(key)) throw badRequest(`deletes.${j}`, `'${key}' is in both upserts and deletes`);
     }
     const result = await mergeProjectEnv(c.get("db"), c.get("keyring"), orgId, c.req.valid("param").id, environment, upserts, deletes, c.get("clock")());
+    await recordAudit(c, {
+      action: "env.changed",
+      target: { kind: "project", id: c.req.valid("param").id },
+      details: envChangeDetails(environment, upserts, result.deleted),
+    });
     // The answer holds every upserted plain value (up to ~6.5 MB): written out a few variables at a time, giving way in between.
     const parts: string[] = [];
     let chars = 0;

@@ -16,6 +16,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { findProject } from "../projects/store";
 import { type CreateRule, CreateRuleBody, KIND_FIELDS, MAX_CIDRS, MAX_RULES_PER_PROJECT, RouteRuleSchema, type RouteRuleView, UpdateRuleBody } from "./schema";
 import { deleteRule, insertRule, listRules, type RouteRuleRow, updateRule } from "./store";
+import { recordAudit } from "../operations/audit/record";
 
 const TAGS = ["Route rules (self-hosted)"];
 const ProjectParam = z.object({ id: pathId("id", "The project id (`prj_…`)") });
@@ -131,6 +132,7 @@ export const routeRulesRouter = createRouter()
       { kind: body.kind, path: body.path ?? null, enabled: body.enabled ?? true, config: configOf(body) },
       c.get("clock")(),
     );
+    await recordAudit(c, { action: "route_rules.changed", target: { kind: "route_rule", id: row.id }, details: { change: "added", kind: row.kind } });
     return c.json(view(row), 201);
   })
   .openapi(update, async (c) => {
@@ -148,10 +150,16 @@ export const routeRulesRouter = createRouter()
       }),
       c.get("clock")(),
     );
+    await recordAudit(c, {
+      action: "route_rules.changed",
+      target: { kind: "route_rule", id: row.id },
+      details: { change: "updated", fields: Object.keys(patch) },
+    });
     return c.json(view(row), 200);
   })
   .openapi(remove, async (c) => {
     const { id, ruleId } = c.req.valid("param");
     await deleteRule(c.get("db"), callerOf(c).orgId, id, ruleId);
+    await recordAudit(c, { action: "route_rules.changed", target: { kind: "route_rule", id: ruleId }, details: { change: "removed", projectId: id } });
     return c.body(null, 204);
   });

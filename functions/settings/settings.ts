@@ -9,6 +9,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { createRouter, ownerOf } from "../../shared/http/router";
 import { BuildMode, CloneStrategy, DEPLOY_TARGETS, SettingsSchema } from "./schema";
 import { serverExists } from "../servers/store";
+import { recordAudit } from "../operations/audit/record";
 import { cloneTokenPatch, readSettings, writeSettings, type SettingsPatch } from "./store";
 
 /** A literal list (not `.nullable()`) so an error's `allowed` names null too. */
@@ -96,7 +97,12 @@ const setForwardGit = defineRoute({
   request: { body: jsonRequest(ForwardGitBody) },
 });
 
-const save = async (c: AppContext, patch: SettingsPatch) => c.json(await writeSettings(c.get("db"), ownerOf(c), patch, c.get("clock")()), 200);
+const save = async (c: AppContext, patch: SettingsPatch, audit?: Parameters<typeof recordAudit>[1]) => {
+  const settings = await writeSettings(c.get("db"), ownerOf(c), patch, c.get("clock")());
+  // Field names only: the clone token's patch holds its ciphertext.
+  await recordAudit(c, audit ?? { action: "settings.changed", target: { kind: "settings", id: ownerOf(c).userId }, details: { fields: Object.keys(patch) } });
+  return c.json(settings, 200);
+};
 
 export const workspaceSettingsRouter = createRouter()
   .openapi(get, async (c) => c.json(await readSettings(c.get("db"), ownerOf(c)), 200))
@@ -114,7 +120,11 @@ export const workspaceSettingsRouter = createRouter()
   })
   .openapi(setCloneCredentials, async (c) => {
     const { token, asDefault } = c.req.valid("json");
-    return save(c, await cloneTokenPatch(c.get("keyring"), ownerOf(c), token, asDefault ?? false, c.get("clock")()));
+    return save(c, await cloneTokenPatch(c.get("keyring"), ownerOf(c), token, asDefault ?? false, c.get("clock")()), {
+      action: "clone_token.changed",
+      target: { kind: "settings", id: ownerOf(c).userId },
+      details: { set: token !== null, asDefault: asDefault ?? false },
+    });
   })
   .openapi(setClonePreference, async (c) => save(c, { cloneStrategyPreference: c.req.valid("json").preference }))
   .openapi(setForwardGit, async (c) => save(c, { forwardGitToServer: c.req.valid("json").enabled }));

@@ -133,6 +133,7 @@ describe("permissions", () => {
       "patch /api/orgs/{orgId}/members/{userId}": "org:admin",
       "delete /api/orgs/{orgId}/members/{userId}": "org:admin",
       "post /api/orgs/{orgId}/invitations": "org:admin",
+      "get /api/orgs/{orgId}/audit": "org:admin",
       "post /api/invitations/accept": "public",
       "post /api/tokens": "token:manage",
       "get /api/tokens": "token:manage",
