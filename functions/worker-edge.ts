@@ -35,6 +35,7 @@ import { hostnameOf } from "./self-hosted/edge/route-table";
 import { evaluateRules } from "./self-hosted/edge/rules";
 import { type EdgeTarget, loadTargetOfHost, touchDeployments, wakeDeployment } from "./self-hosted/edge/store";
 import { forwardTarget } from "./servers/forward-target";
+import { publicUrlRefusal } from "./servers/public-url-guard";
 
 export interface WorkerEdgeDeps {
   db: Db;
@@ -44,6 +45,12 @@ export interface WorkerEdgeDeps {
   apiHosts: string[];
   /** How long a request waits for a deployment that is not listening yet. */
   holdMs: number;
+  /**
+   * OUTBOUND_ALLOW_PRIVATE: a server's public URL may be a loopback or private literal address.
+   * A Worker cannot resolve names: a name is left to Cloudflare's network, which does not
+   * route to private addresses; literal addresses and local names are checked here.
+   */
+  allowPrivate: boolean;
   logger: Logger;
   waitUntil(promise: Promise<unknown>): void;
 }
@@ -128,6 +135,12 @@ export async function serveAppRequest(request: Request, target: EdgeTarget | "un
   const d = live.deployment!;
   const found = d.serverId ? await forwardTarget(deps.db, deps.keyring, d.serverId) : ({ refused: "server_unreachable" } as const);
   if ("refused" in found) return stop(found.refused);
+  // The outbound guard at every forward: a row written before the check existed, or under another OUTBOUND_ALLOW_PRIVATE, is refused too.
+  const guard = publicUrlRefusal(found.origin.href, deps.allowPrivate);
+  if (guard) {
+    deps.logger.error("edge_forward_refused", { serverId: d.serverId, reason: guard });
+    return stop("server_refused");
+  }
 
   const proto = url.protocol === "https:" ? "https" : "http";
   const fields = { method: request.method, target: parsed.forward, host, clientAddress: clientText, proto, deploymentId: d.id } as const;

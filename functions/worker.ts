@@ -250,6 +250,7 @@ async function appRequest(request: Request, rawEnv: unknown, ctx: WaitUntil): Pr
       sharedDomain: env.SHARED_DOMAIN,
       apiHosts,
       holdMs: EDGE_HOLD_MS,
+      allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === "true",
       logger: jsonLogger(),
       waitUntil: (p) => pending.push(p),
     });
@@ -268,7 +269,7 @@ export function createWorker(overrides: WorkerOverrides = {}) {
       keyring: await keyringFor(env.SECRET_KEYS),
       uploads: uploadsFor(env),
       git: gitFor(env),
-      config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN, storageQuotas: quotasFor(env) },
+      config: { mode: "cloud", sharedDomain: env.SHARED_DOMAIN, storageQuotas: quotasFor(env), outboundAllowPrivate: env.OUTBOUND_ALLOW_PRIVATE === "true" },
       outbound: transports.outbound,
       mailer: transports.mailer,
       wakeDeliveries: () => c.executionCtx.waitUntil(drainOutbox(env, overrides, REQUEST_DRAIN_BUDGET_MS).catch(logDrainError)),

@@ -148,6 +148,8 @@ export async function createNodeServices(
     db: database.db,
     // Decrypts build servers' edge keys: requests for apps on a server are forwarded there, signed.
     keyring,
+    // Forwarding to a server's public URL passes the outbound guard (functions/servers/forward-lookup-node.ts).
+    outboundAllowPrivate: config.outboundAllowPrivate,
     table: routeTable,
     logs: writer,
     logger,
@@ -180,6 +182,7 @@ export async function createNodeServices(
         cloudApiUrl: config.cloud.apiUrl,
         trustedProxies: config.trustedProxies,
         storageQuotas: config.storageQuotas,
+        outboundAllowPrivate: config.outboundAllowPrivate,
       },
       git: { hosts: config.gitHosts, fetch: createNodeGitFetch({ allowPrivate: config.outboundAllowPrivate }) },
       outbound,

@@ -7,7 +7,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { AppContext } from "../../shared/http/context";
-import { notFound } from "../../shared/http/errors";
+import { badRequest, notFound } from "../../shared/http/errors";
 import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
 import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
@@ -26,6 +26,7 @@ import {
 import { emitNotificationEvent } from "../notifications/fanout";
 import { createServer, deleteServer, findServer, listServers, runningOn, type ServerRow, type StoppedDeployment, updateServer } from "./store";
 import type { Running } from "./schema";
+import { publicUrlRefusal } from "./public-url-guard";
 
 const TAGS = ["Build servers"];
 const ServerParam = z.object({ id: pathId("id", "The server id (`srv_…`)") });
@@ -158,9 +159,17 @@ const remove = defineRoute({
   responses: { 200: jsonResponse(DeletedServerSchema, "Deleted; what it held was handed back or stopped") },
 });
 
+/** A publicUrl the outbound guard refuses (a literal private address, a local name): 400 naming the field. */
+function checkPublicUrl(c: AppContext, publicUrl: string | null | undefined) {
+  if (!publicUrl) return;
+  const refusal = publicUrlRefusal(publicUrl, c.get("config").outboundAllowPrivate ?? false);
+  if (refusal) throw badRequest("publicUrl", `publicUrl is refused: ${refusal}`);
+}
+
 export const serversRouter = createRouter()
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
+    checkPublicUrl(c, body.publicUrl);
     const caller = callerOf(c);
     const now = c.get("clock")();
     await takeRegistration(c, caller.orgId, now);
@@ -185,6 +194,7 @@ export const serversRouter = createRouter()
     return c.json(await viewOne(c, row), 200);
   })
   .openapi(patch, async (c) => {
+    checkPublicUrl(c, c.req.valid("json").publicUrl);
     const row = await updateServer(c.get("db"), callerOf(c).orgId, c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
     if (!row) throw notFound("Server");
     return c.json(await viewOne(c, row), 200);

@@ -41,7 +41,7 @@ function isHttpUrl(value: string): boolean {
 
 const PublicUrl = z.string().max(2048).refine(isHttpUrl, "publicUrl must be an http or https URL without credentials").openapi({
   description:
-    "Where the control plane reaches the server's edge (http or https, no credentials), e.g. `https://build-1.example.com`: requests for the apps the server runs are forwarded to its origin, signed with a key derived from the runner token at registration (`wsp runner` verifies them; an unsigned request is 403). Without it the server's apps answer 503",
+    "Where the control plane reaches the server's edge (http or https, no credentials), e.g. `https://build-1.example.com`: requests for the apps the server runs are forwarded to its origin, signed with a key derived from the runner token at registration (`wsp runner` verifies them; an unsigned request is 403). Without it the server's apps answer 503. It passes the outbound guard as webhooks do: a loopback, private, link-local or cloud metadata address (or `localhost`) is refused with 400 unless the operator sets OUTBOUND_ALLOW_PRIVATE=true (link-local and metadata are refused even then); a name is resolved at every forward and a forward to a name that then leads to such an address is answered 502 (`server_refused`) with nothing sent",
 });
 
 export const CreateServerBody = z.strictObject({ name: Name, labels: Labels.optional(), publicUrl: PublicUrl.optional() });

@@ -33,6 +33,8 @@ export interface ServiceConfig {
   storageQuotas?: StorageQuotas;
   /** Self-hosted: this process runs the in-process runner (RUNNER=on and its sandbox works), so `auto` placement builds here. Absent: it does not (the Worker never does). */
   localRunner?: boolean;
+  /** OUTBOUND_ALLOW_PRIVATE: a build server's publicUrl may be a loopback or private address (functions/servers/public-url-guard.ts). Absent: refused. */
+  outboundAllowPrivate?: boolean;
 }
 
 export interface EdgeRoutes {

@@ -114,6 +114,8 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
       touchEveryMs: 1000,
       apiHosts: [...LOOPBACK_HOSTS],
       keyring,
+      // The server's edge listens on loopback (OUTBOUND_ALLOW_PRIVATE, as the harnesses set it).
+      outboundAllowPrivate: true,
     });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1" });
     http.serve(() => new Response("the api"), edge);

@@ -34,6 +34,7 @@ import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
 import { signForward } from "../../../shared/net/edge-forward";
 import type { LogWriter } from "../../logs/writer";
+import { guardedForwardConnect, type Resolve } from "../../servers/forward-lookup-node";
 import { forwardTarget } from "../../servers/forward-target";
 import { clientAddress, isTrustedPeer } from "./client-address";
 import { type BodyFraming, requestFraming } from "./framing";
@@ -83,6 +84,13 @@ export interface EdgeDeps {
   pruneEveryMs?: number;
   /** Decrypts build servers' edge keys (forwarding); without it a deployment on a server is answered `server_unkeyed`. */
   keyring?: Keyring;
+  /**
+   * OUTBOUND_ALLOW_PRIVATE: forwarding to a server whose public URL leads to a loopback or
+   * private address is allowed (link-local and metadata never are). Default false.
+   */
+  outboundAllowPrivate?: boolean;
+  /** Resolves a server's name before forwarding (tests answer a private address for a public-looking name); default: the system's. */
+  resolve?: Resolve;
 }
 
 /** How often a held request looks at the route table again. */
@@ -159,6 +167,12 @@ export function createEdge(deps: EdgeDeps): Edge {
     const d = target.deployment!;
     const found = deps.keyring && d.serverId ? await forwardTarget(deps.db, deps.keyring, d.serverId) : ({ refused: "server_unkeyed" } as const);
     if ("refused" in found) return { reason: found.refused, ruleId: null, headers: {} };
+    // The outbound guard, on the address connected to (the name resolved now, not when publicUrl was set).
+    const connect = await guardedForwardConnect(found.origin, deps.outboundAllowPrivate ?? false, deps.resolve);
+    if ("refused" in connect) {
+      deps.logger.error("edge_forward_refused", { serverId: d.serverId, reason: connect.refused });
+      return { reason: "server_refused", ruleId: null, headers: {} };
+    }
     const fields = {
       method: req.method ?? "GET",
       target: forward,
@@ -168,7 +182,7 @@ export function createEdge(deps: EdgeDeps): Edge {
       deploymentId: d.id,
     };
     // The server checks the signature's time against its own clock: the real time, never a test's.
-    return { origin: found.origin, signed: await signForward(found.edgeKey, fields, new Date()) };
+    return { origin: found.origin, signed: await signForward(found.edgeKey, fields, new Date()), lookup: connect.lookup };
   }
 
   /** A project with nothing deployed, read again: its deployment may have become current before the notification reached this table. */

@@ -20,7 +20,8 @@ export type EdgeReason =
   | "not_forwarded"
   | "server_unkeyed"
   | "server_no_url"
-  | "server_unreachable";
+  | "server_unreachable"
+  | "server_refused";
 
 const TEXT: Record<EdgeReason, { status: number; title: string; message: string }> = {
   disabled: { status: 503, title: "Project disabled", message: "This project is disabled by its owner." },
@@ -51,6 +52,12 @@ const TEXT: Record<EdgeReason, { status: number; title: string; message: string 
     message: "The build server running this app has no public URL to forward requests to: set its publicUrl.",
   },
   server_unreachable: { status: 502, title: "Server not answering", message: "The build server running this app did not answer." },
+  // Its publicUrl leads to a loopback, private, link-local or metadata address (functions/servers/public-url-guard.ts): nothing is sent there.
+  server_refused: {
+    status: 502,
+    title: "Forwarding refused",
+    message: "The build server's public URL leads to a private or internal address, where requests are not forwarded: give it a public address.",
+  },
 };
 
 export const statusOf = (reason: EdgeReason) => TEXT[reason].status;

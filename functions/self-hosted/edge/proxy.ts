@@ -22,7 +22,7 @@
  */
 import { type ClientRequest, type IncomingMessage, request as httpRequest, type RequestOptions, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
-import type { Socket } from "node:net";
+import type { LookupFunction, Socket } from "node:net";
 import { FORWARD_HEADER_NAMES } from "../../../shared/net/edge-forward";
 import type { BodyFraming } from "./framing";
 import { sendPage, sendPageOnSocket } from "./pages";
@@ -55,7 +55,8 @@ export interface Forwarding {
 }
 
 /** Where a request goes: an app's port on loopback, or a build server's edge (its public URL's origin) with the signed headers. */
-export type Upstream = number | { origin: URL; signed: Record<string, string> };
+/** `lookup`: the outbound guard's resolution of the server's name (functions/servers/forward-lookup-node.ts), so only checked addresses are connected to. */
+export type Upstream = number | { origin: URL; signed: Record<string, string>; lookup?: LookupFunction };
 
 /** Tokens of the Connection header(s): the extra hop-by-hop names. */
 function connectionTokens(raw: string[]): Set<string> {
@@ -108,7 +109,7 @@ function openUpstream(
     const all = withForwarding(headers, req, f) as unknown as Record<string, string>;
     return httpRequest({ host: "127.0.0.1", port: upstream, method: req.method, path: target, headers: all, ...options });
   }
-  const { origin, signed } = upstream;
+  const { origin, signed, lookup } = upstream;
   const all = replaceHost(headers, origin.host);
   for (const [name, value] of Object.entries(signed)) all.push(name, value);
   const send = origin.protocol === "https:" ? httpsRequest : httpRequest;
@@ -116,6 +117,7 @@ function openUpstream(
     protocol: origin.protocol,
     hostname: origin.hostname.replace(/^\[|\]$/g, ""),
     port: origin.port || undefined,
+    ...(lookup ? { lookup } : {}),
     method: req.method,
     path: target,
     headers: all as unknown as Record<string, string>,
