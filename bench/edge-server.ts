@@ -1,6 +1,6 @@
 /**
  * The edge benchmark's server process, started by bench/edge.ts over an IPC
- * channel (`node --import tsx bench/edge-server.ts`), so the load generator
+ * channel (compiled like `npm start` does, then `node dist/bench/edge-server.mjs`), so the load generator
  * never shares this event loop: the real self-hosted server (startSelfHosted
  * with loadNodeConfig, as `npm start` runs it) on the Postgres database the
  * parent created, runner off, logs silent.

@@ -16,6 +16,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { nodeBundleOptions } from "./node-bundle.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Two levels below the root, like the sources: paths the code builds from import.meta.url (migrations/) still resolve.
@@ -32,7 +33,6 @@ const INPUT_FILES = ["package.json", "package-lock.json"];
  * optional native add-ons, and the Worker's Text-module import of the docs script
  * (read from node_modules on Node, never loaded here).
  */
-const EXTERNAL = ["@electric-sql/pglite", "@aws-sdk/*", "nodemailer", "pg-native", "bufferutil", "utf-8-validate", "*/standalone.js"];
 
 /** The stamp of the sources as they are now: a hash of every input file's path and content. */
 function sourceStamp() {
@@ -69,25 +69,7 @@ function readStamp() {
 async function build(stamp) {
   const { build: esbuild, stop } = await import("esbuild");
   // esbuild's service process would otherwise stay a child of the server for its whole life.
-  const result = await esbuild({
-    entryPoints: { server: join(ROOT, "functions", "node.ts") },
-    // Code split at dynamic imports: what is loaded only when used (shared/storage/s3-sdk.ts and the
-    // AWS SDK it imports) stays out of start-up. Chunks sit beside server.mjs, at the same depth.
-    outdir: OUT_DIR,
-    splitting: true,
-    chunkNames: "[name]-[hash]",
-    outExtension: { ".js": ".mjs" },
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    external: EXTERNAL,
-    // CommonJS dependencies bundled into this ES module still call require().
-    banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
-    sourcemap: "linked",
-    write: false,
-    logLevel: "error",
-  }).finally(() => stop());
+  const result = await esbuild({ ...nodeBundleOptions({ server: join(ROOT, "functions", "node.ts") }, OUT_DIR), write: false }).finally(() => stop());
   mkdirSync(OUT_DIR, { recursive: true });
   const suffix = `.${process.pid}.tmp`;
   for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);

@@ -1,6 +1,7 @@
 /**
  * appendLogLines (functions/logs/store.ts) stores every value as sent through its
- * array-parameter INSERT: quotes, backslashes, braces, NUL-free Unicode, ANSI,
+ * one-JSON-parameter INSERT: quotes, backslashes, braces, Unicode, ANSI (a NUL,
+ * which Postgres text cannot hold, as U+FFFD instead of failing the batch),
  * null deployments, structured fields, several projects in one call, and a batch
  * larger than one statement's chunk, numbered densely per project.
  */
@@ -51,6 +52,23 @@ describe("appendLogLines", () => {
     await appendLogLines(h.db, [line(a.id, "next")]);
     const [next] = await h.db.select().from(logLines).where(eq(logLines.message, "next"));
     expect(next!.seq).toBe(awkward.length + 1);
+  });
+
+  it("stores a line holding NUL bytes (as U+FFFD) with the rest of its batch", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    const line = (message: string): NewLogLine => ({
+      orgId: t.orgId,
+      projectId: p.id,
+      deploymentId: null,
+      kind: "runtime",
+      stream: "stdout",
+      at: new Date(),
+      message,
+    });
+    await appendLogLines(h.db, [line("before"), line("bin\0ary\0"), line("after")]);
+    const rows = await h.db.select().from(logLines).where(eq(logLines.projectId, p.id)).orderBy(asc(logLines.seq));
+    expect(rows.map((r) => r.message)).toEqual(["before", "bin\uFFFDary\uFFFD", "after"]);
   });
 });
 
