@@ -1,6 +1,6 @@
 /**
- * The README's "First steps" are what the API takes: every block fenced as ```sh whose first
- * line is `# example: <name>` runs, in README order, in one `bash -euo pipefail` script against
+ * The API reference's "First steps" (docs/api.md, linked from the README) are what the API takes:
+ * every block fenced as ```sh whose first line is `# example: <name>` runs, in document order, in one `bash -euo pipefail` script against
  * a real self-hosted server (the function `npm start` uses) on a fresh data directory, and
  * every `curl` in them must answer 2xx.
  *
@@ -8,6 +8,8 @@
  * block's `cat data/owner-token` reads the real token; the server listens on a free port, so
  * the setup block's `API=http://127.0.0.1:8787` line is the one line changed (to that port). Nothing here reaches the internet: the
  * example channels stay unverified, so the example event makes no outbound send (checked).
+ * The runner is off: the folder-upload block's deployment is queued, not built (the README's
+ * walkthrough, test/node/readme-walkthrough.test.ts, builds and serves one).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -30,7 +32,7 @@ function runnableExamples(markdown: string): Example[] {
     if (lines[i] !== "```sh") continue;
     const marker = /^# example: ([a-z0-9-]+)$/.exec(lines[i + 1] ?? "");
     const end = lines.indexOf("```", i + 1);
-    if (end < 0) throw new Error(`README line ${i + 1}: unclosed code block`);
+    if (end < 0) throw new Error(`${DOC} line ${i + 1}: unclosed code block`);
     if (marker) examples.push({ name: marker[1]!, code: lines.slice(i + 2, end).join("\n") });
     i = end;
   }
@@ -47,8 +49,8 @@ function curlCommands(code: string): string[] {
   return commands;
 }
 
-const README = readFileSync(join(process.cwd(), "README.md"), "utf8");
-const examples = runnableExamples(README);
+const DOC = "docs/api.md";
+const examples = runnableExamples(readFileSync(join(process.cwd(), DOC), "utf8"));
 
 let dir: string;
 let server: RunningServer;
@@ -56,7 +58,10 @@ let token: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ws-readme-"));
-  server = await startSelfHosted(loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: join(dir, "data"), OUTBOUND_ALLOW_PRIVATE: "false" }), () => {});
+  server = await startSelfHosted(
+    loadNodeConfig({ PORT: "0", LOG_LEVEL: "silent", DATA_DIR: join(dir, "data"), OUTBOUND_ALLOW_PRIVATE: "false", RUNNER: "off" }),
+    () => {},
+  );
   token = readFileSync(join(dir, "data", "owner-token"), "utf8").trim();
 }, 120_000);
 
@@ -80,9 +85,9 @@ function runBash(script: string, cwd: string): Promise<{ code: number | null; ou
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, out, err })));
 }
 
-describe("README examples", () => {
+describe("docs/api.md examples", () => {
   it("are found, start with the setup block, and every curl fails on an error status", () => {
-    expect(examples.length, "no ```sh block starting with '# example: <name>' in README.md").toBeGreaterThan(0);
+    expect(examples.length, `no \`\`\`sh block starting with '# example: <name>' in ${DOC}`).toBeGreaterThan(0);
     expect(examples[0]!.name).toBe("setup");
     expect(new Set(examples.map((e) => e.name)).size, "example names are unique").toBe(examples.length);
     for (const { name, code } of examples) {
