@@ -63,7 +63,6 @@ import { deployments, environments, logLines, organizations, projects, type Rout
 import { newId } from "../shared/ids";
 import { freshDatabase, type FreshDatabase } from "../test/support/fresh-database";
 import { ADMIN_URL, intEnv, report, thousands } from "./common";
-// @ts-expect-error: a plain ES module (no types), shared with functions/start.mjs
 import { nodeBundleOptions } from "../functions/node-bundle.mjs";
 
 /** Against the floor proxy (issue: throughput ≥ 0.9x the bare proxy's, added p99 ≤ 1 ms over it). */

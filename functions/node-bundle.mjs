@@ -12,7 +12,12 @@
 /** Loaded when first used or not bundled at all (native or optional modules). */
 export const EXTERNAL = ["@electric-sql/pglite", "@aws-sdk/*", "nodemailer", "pg-native", "bufferutil", "utf-8-validate", "*/standalone.js"];
 
-/** esbuild options for `entryPoints` (name → source file) written to `outdir`. */
+/**
+ * esbuild options for `entryPoints` (name → source file) written to `outdir`.
+ * @param {Record<string, string>} entryPoints
+ * @param {string} outdir
+ * @returns {import("esbuild").BuildOptions}
+ */
 export function nodeBundleOptions(entryPoints, outdir) {
   return {
     entryPoints,
