@@ -21,8 +21,9 @@
  * cap. The cron trigger also removes the artifacts of failed, canceled and pruned
  * deployments that are left (functions/deployments/artifacts.ts).
  *
- * Logs: the cron trigger also sweeps the log store (LOG_RETENTION_DAYS, default 30;
- * LOG_RETENTION_LINES per project, default 50,000). A log stream (SSE) keeps its
+ * Retention: the cron trigger also sweeps every kind of row that grows with use (log lines
+ * per kind, notifications, audit rows, sessions, …; the settings are vars, listed in
+ * docs/operating.md). A log stream (SSE) keeps its
  * request's Pool until the stream ends; it polls once a second (shared/http/sse.ts).
  *
  * Delivery: after an event queues sends, the request drains the outbox in
@@ -61,7 +62,8 @@ import { createDeliveryEngine, type DeliveryPolicy, type DrainResult } from "./n
 import type { Transports } from "./notifications/delivery/send";
 import { describeError } from "../shared/http/error-log";
 import { streamEnded } from "../shared/http/sse";
-import { logRetentionFromEnv, sweepLogs } from "./logs/store";
+import { retentionFromEnv } from "./operations/retention/settings";
+import { sweepRetention } from "./operations/retention/sweep";
 import { answerBeforeBody, type DrainLimits } from "./worker-early-answer";
 import { edgeTargetOf, serveAppRequest } from "./worker-edge";
 
@@ -169,13 +171,15 @@ async function sweepUploads(env: Env): Promise<void> {
   }
 }
 
-/** Applies the log retention (cron), on a Pool of its own. */
-async function sweepLogStore(env: Env): Promise<void> {
-  const retention = logRetentionFromEnv(env);
+/** Applies the retention of every kind (cron; settings in docs/operating.md, read from the vars), on a Pool of its own. */
+async function sweepRetentionStore(env: Env, vars: Record<string, unknown>): Promise<void> {
+  const settings = retentionFromEnv(vars);
   const { db, close } = openNeon(env.DATABASE_URL);
   try {
-    const { byAge, byCount } = await sweepLogs(db, retention, new Date());
-    if (byAge + byCount > 0) jsonLogger().info("log sweep: removed lines", { byAge, byCount });
+    const { removed, failed } = await sweepRetention(db, settings, new Date());
+    const some = Object.fromEntries(Object.entries(removed).filter(([, n]) => n > 0));
+    if (Object.keys(some).length > 0) jsonLogger().info("retention sweep: removed rows", some);
+    for (const [kind, error] of Object.entries(failed)) jsonLogger().error("retention sweep failed", { kind, error });
   } finally {
     await close();
   }
@@ -282,13 +286,13 @@ export function createWorker(overrides: WorkerOverrides = {}) {
   const api = answerBeforeBody<Record<string, unknown>, ExecutionContext>((request, env, ctx) => app.fetch(request, env, ctx), overrides.drain);
   return {
     fetch: async (request: Request, env: Record<string, unknown>, ctx: ExecutionContext) => (await appRequest(request, env, ctx)) ?? api(request, env, ctx),
-    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the log retention. */
+    /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the retention. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
       const env = parseBindings(rawEnv);
       await Promise.all([
         drainOutbox(env, overrides, CRON_DRAIN_BUDGET_MS).catch(logDrainError),
         sweepUploads(env).catch((e) => jsonLogger().error("upload sweep failed", describeError(e))),
-        sweepLogStore(env).catch((e) => jsonLogger().error("log sweep failed", describeError(e))),
+        sweepRetentionStore(env, rawEnv as Record<string, unknown>).catch((e) => jsonLogger().error("retention sweep failed", describeError(e))),
       ]);
     },
   };

@@ -28,7 +28,7 @@ const page = defineRoute({
     "The build lines (install, build, start-up and the runner's own `system` lines) of one deployment, oldest first.",
     "`limit` 1-1000 (default 100); `nextCursor` pages on to newer lines and is null once the lines written so far are all read (follow a running build with the `/stream` route).",
     "Each line: `{id, timestamp, deploymentId, environment, stream, message}`; `id` is the line's sequence number in its project; `environment` is the name of the deployment's environment. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.",
-    "Lines are kept 30 days and at most 50,000 per project (runtime lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).",
+    "Lines are kept 30 days and at most 50,000 build lines per project, counted apart from runtime and request lines, so a busy site never pushes its build logs out (the oldest go first; LOG_RETENTION_DAYS, LOG_RETENTION_BUILD_LINES).",
     "Accepts a deployment-session token (`wsd_…`) of the deployment's project. 404 for a deployment that is not the caller organization's; 400 naming `cursor` or `limit` when malformed.",
   ].join(" "),
   permission: "project:deployment:list",

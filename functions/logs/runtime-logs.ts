@@ -36,7 +36,7 @@ const Filters = {
 };
 
 const RETENTION =
-  "Lines are kept 30 days and at most 50,000 per project (build lines included; the oldest go first; self-hosted: LOG_RETENTION_DAYS, LOG_RETENTION_LINES).";
+  "Lines are kept 30 days and at most 50,000 runtime lines per project, counted apart from build and request lines (the oldest go first; LOG_RETENTION_DAYS, LOG_RETENTION_RUNTIME_LINES).";
 const LINE =
   "Each line: `{id, timestamp, deploymentId, environment, stream, message}`; `id` is the line's sequence number in the project; `deploymentId` and `environment` (the name of the deployment's environment, e.g. `production` or a preview's name) tell where it comes from, since lines of every environment are read together unless `environment` or `deploymentId` narrows them. Lines over 16 KiB are cut there with a marker; ANSI escapes are kept as sent.";
 const SEARCH = `A search (\`q\`) is bounded so that it never holds the server: it reads the project's lines in short windows, newest first, and stops after about ${logSearchSettings.budgetMs / 1000} s or ${logSearchSettings.budgetRows.toLocaleString("en-US")} lines read. It then answers \`partial: true\`: \`items\` are every matching line from \`nextCursor\` (inclusive) up to the page's start (fewer than \`limit\`, possibly none) and \`nextCursor\` is where the search stopped; ask again with it as \`cursor\` (and the same filters) to search on through older lines. Pages read this way in turn are complete and never repeat a line. Without \`q\`, \`partial\` is always false.`;

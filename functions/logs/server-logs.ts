@@ -93,7 +93,8 @@ function filterOf(q: { status?: string; method?: string; path?: string; since?: 
 
 const NOT_CLOUD =
   "Lines come from the self-hosted edge; on the cloud these routes read the same store, which nothing writes request lines to yet (empty pages, quiet streams).";
-const RETENTION = "Request lines share the project's log retention (30 days, 50,000 lines; LOG_RETENTION_DAYS / LOG_RETENTION_LINES).";
+const RETENTION =
+  "Request lines are kept 30 days and at most 50,000 per project, counted apart from build and runtime lines (LOG_RETENTION_DAYS, LOG_RETENTION_REQUEST_LINES).";
 
 const recent = defineRoute({
   method: "get",

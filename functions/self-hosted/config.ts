@@ -6,6 +6,7 @@ import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
 import { type LogRetention, logRetentionFromEnv } from "../logs/store";
+import { type RetentionSettings, retentionFromEnv } from "../operations/retention/settings";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
 import { type StorageQuotas, storageQuotasFromEnv } from "../../shared/storage/quotas";
 import { configuredApiHosts } from "./api-hosts";
@@ -245,6 +246,8 @@ export type NodeConfig = {
   trustedProxies: Cidr[];
   /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
   logRetention: LogRetention;
+  /** Every kind's retention (functions/operations/retention/settings.ts; docs/operating.md): the retention sweeper's bounds. */
+  retention: RetentionSettings;
   /** LOCAL_ROOTS: the folders (real paths, checked at start) local-folder projects may live under; empty: local folders are off. */
   localRoots: string[];
   /** ORG_ARTIFACT_QUOTA_MB and ORG_WORKDIR_QUOTA_MB: each organization's caps on stored artifacts and kept work directories. */
@@ -323,6 +326,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     });
   // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
   const logRetention = logRetentionFromEnv(env);
+  const retention = retentionFromEnv(env);
   const localRoots = parseLocalRoots(e.LOCAL_ROOTS);
   if (e.CLOUD_TOKEN && !e.CLOUD_API_URL) throw new Error("Invalid configuration CLOUD_TOKEN: set CLOUD_API_URL too (the cloud API the token belongs to)");
   return {
@@ -334,6 +338,7 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     runner,
     trustedProxies,
     logRetention,
+    retention,
     port: e.PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,

@@ -30,7 +30,7 @@ import { createLocalFolders, localFoldersRouter } from "../local-folders";
 import { cloudRouter, createCloudService, linkFromEnvironment } from "../cloud";
 import { useGuardedCloudTransport } from "../cloud/transport";
 import { createLogFeed } from "../../shared/logs/feed";
-import { startLogSweeper } from "../logs/sweeper";
+import { startRetentionSweeper } from "../operations/retention/sweeper";
 import { createLogWriter } from "../logs/writer";
 import { listenPgliteChannel, listenPostgresChannel } from "../../shared/db/listen";
 import { createEdge, type Edge } from "./edge/edge";
@@ -163,7 +163,7 @@ export async function createNodeServices(
   });
 
   let sweeper: { stop(): Promise<void> } | undefined;
-  let logSweeper: { stop(): Promise<void> } | undefined;
+  let retentionSweeper: { stop(): Promise<void> } | undefined;
   let envLink: { stop(): void } | undefined;
   return {
     services: {
@@ -213,7 +213,7 @@ export async function createNodeServices(
     start() {
       engine.start();
       sweeper ??= startUploadSweeper({ db: database.db, uploads, logger });
-      logSweeper ??= startLogSweeper({ db: database.db, logger, retention: config.logRetention });
+      retentionSweeper ??= startRetentionSweeper({ db: database.db, logger, settings: config.retention });
       runner?.start();
       envLink ??= linkFromEnvironment(database.db, keyring, config.cloud, logger);
     },
@@ -224,7 +224,7 @@ export async function createNodeServices(
       await writer.flush();
       await engine.stop();
       await sweeper?.stop();
-      await logSweeper?.stop();
+      await retentionSweeper?.stop();
       smtp?.close();
       await authFeed.stop();
       edge.stop();
