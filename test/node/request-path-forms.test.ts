@@ -1,7 +1,7 @@
 /**
- * Every request-path form of the README's table (Edge, Paths): what the edge
+ * Every request-path form of the table in docs/edge.md (Edge, Paths): what the edge
  * forwards, or that it refuses the path (no form to match: 400), and whether a
- * rule on `/admin` covers it. Kept as one table so the README and the code
+ * rule on `/admin` covers it. Kept as one table so the documentation and the code
  * cannot drift apart form by form.
  */
 import { describe, expect, it } from "vitest";
@@ -74,7 +74,7 @@ const FORMS: Array<[string, string, boolean]> = [
   ["/log.", REFUSED, false],
 ];
 
-describe("request path forms (the README's table)", () => {
+describe("request path forms (the table in docs/edge.md)", () => {
   it.each(FORMS)("%j → %s", (target, expected, covered) => {
     const parsed = requestPath(target)!;
     if (expected === REFUSED) {
