@@ -1,5 +1,9 @@
-/** What the benchmark scripts share: bounded integer settings and the admin connection. */
+/** What the benchmark scripts share: bounded integer settings, the admin connection, the server compiled as npm start runs it. */
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
 import pg from "pg";
+import { nodeBundleOptions } from "../functions/node-bundle.mjs";
 
 /** An integer from the environment, within [min, max], else the fallback. */
 export function intEnv(name: string, fallback: number, min: number, max: number): number {
@@ -49,3 +53,16 @@ export function report(result: BenchResult): void {
 
 /** 4210.4 → "4,210". */
 export const thousands = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/**
+ * A server process's entry (a .ts file) compiled as `npm start` compiles the server (functions/node-bundle.mjs),
+ * into dist/bench/; returns the .mjs to run with plain `node`. Run through a transpile-on-the-fly loader (tsx)
+ * instead, every closure created per request carries the loader's helper calls, and the server would be
+ * measured slower than it runs in production.
+ */
+export async function compiledEntry(entry: string): Promise<string> {
+  const outdir = join(resolve(dirname(fileURLToPath(import.meta.url)), ".."), "dist", "bench");
+  const name = basename(entry).replace(/\.ts$/, "");
+  await build(nodeBundleOptions({ [name]: entry }, outdir));
+  return join(outdir, `${name}.mjs`);
+}

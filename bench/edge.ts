@@ -56,14 +56,12 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { and, count, eq } from "drizzle-orm";
 import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
 import { deployments, environments, logLines, organizations, projects, type RouteRuleConfig, type RouteRuleKind, routeRules } from "../shared/db/schema";
 import { newId } from "../shared/ids";
 import { freshDatabase, type FreshDatabase } from "../test/support/fresh-database";
-import { ADMIN_URL, intEnv, report, thousands } from "./common";
-import { nodeBundleOptions } from "../functions/node-bundle.mjs";
+import { ADMIN_URL, compiledEntry, intEnv, report, thousands } from "./common";
 
 /** Against the floor proxy (issue: throughput ≥ 0.9x the bare proxy's, added p99 ≤ 1 ms over it). */
 const TARGET_RATIO = 0.9;
@@ -421,17 +419,6 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-/**
- * The server process's code compiled as `npm start` compiles it (functions/node-bundle.mjs), into dist/bench/:
- * run through a transpile-on-the-fly loader instead, every closure the edge creates per request would carry
- * the loader's helper calls, and the edge would be measured slower than it runs in production.
- */
-async function compiled(entry: string): Promise<string> {
-  const outdir = join(ROOT, "dist", "bench");
-  await build(nodeBundleOptions({ "edge-server": entry }, outdir));
-  return join(outdir, "edge-server.mjs");
-}
-
 async function main(): Promise<void> {
   db = await freshDatabase(ADMIN_URL, "bench_edge", { migrate: true });
   dataDir = mkdtempSync(join(tmpdir(), "bench-edge-"));
@@ -440,7 +427,7 @@ async function main(): Promise<void> {
   const { port: appPort } = await waitForMessage<{ port: number }>(appChild, "ready", READY_TIMEOUT_MS, "app");
 
   const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
-  edgeChild = spawn(process.execPath, [...profArgs, await compiled(EDGE_SERVER)], {
+  edgeChild = spawn(process.execPath, [...profArgs, await compiledEntry(EDGE_SERVER)], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: { ...process.env, BENCH_DB_URL: db.url, BENCH_DATA_DIR: dataDir, BENCH_OWNER_TOKEN: OWNER_TOKEN },

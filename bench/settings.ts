@@ -6,7 +6,8 @@
  *    (default postgres://postgres@127.0.0.1:5432/test, used as the admin
  *    connection), migrates it, and seeds one user, organization, token and
  *    settings row.
- * 2. Starts bench/server.ts in a child process (real app and bare app on two
+ * 2. Starts bench/server.ts in a child process, compiled as `npm start` compiles
+ *    the server (bench/common.ts compiledEntry; real app and bare app on two
  *    ports, each with a pg Pool of BENCH_POOL_MAX connections).
  * 3. Checks that both answer 200, then loads each with autocannon: a warm-up of
  *    BENCH_WARMUP_SECONDS (default 2), then BENCH_SECONDS (default 10) measured,
@@ -30,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import { createOrganization, createUser, issueToken } from "../functions/identity/store";
 import { writeSettings } from "../functions/settings/store";
 import { openPostgres } from "../shared/db/postgres";
-import { admin, ADMIN_URL, intEnv, report, thousands } from "./common";
+import { admin, ADMIN_URL, compiledEntry, intEnv, report, thousands } from "./common";
 
 /** Issue 25: throughput ≥ 0.9x the bare route's, server CPU per request ≤ 1.15x. */
 const TARGET = 0.9;
@@ -118,9 +119,9 @@ async function ask<T>(child: ChildProcess, type: string, reply: string): Promise
   return answer;
 }
 
-function startServer(url: string, s: Seed): ChildProcess {
+async function startServer(url: string, s: Seed): Promise<ChildProcess> {
   const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
-  return spawn(process.execPath, [...profArgs, "--import", "tsx", join(HERE, "server.ts")], {
+  return spawn(process.execPath, [...profArgs, await compiledEntry(join(HERE, "server.ts"))], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: {
@@ -284,7 +285,7 @@ async function main(): Promise<void> {
   created = true;
   const s = await seed(dbUrl);
 
-  child = startServer(dbUrl, s);
+  child = await startServer(dbUrl, s);
   const ready = await waitForMessage<{ realPort: number; barePort: number }>(child, "ready", READY_TIMEOUT_MS);
 
   const real: Target = {
