@@ -3,6 +3,8 @@
  * base32, 80 random bits). They sort by creation time, which gives lists a
  * stable order and a simple keyset cursor.
  */
+import { randomBytes } from "./crypto/encoding";
+
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 
 export function newId(prefix: string, now = Date.now()): string {
@@ -13,6 +15,6 @@ export function newId(prefix: string, now = Date.now()): string {
     t = Math.floor(t / 32);
   }
   let rand = "";
-  for (const b of crypto.getRandomValues(new Uint8Array(16))) rand += ALPHABET[b % 32];
+  for (const b of randomBytes(16)) rand += ALPHABET[b % 32];
   return `${prefix}_${time}${rand}`;
 }
