@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { TEST_SECRET_KEYS } from "./test/support/test-keys.ts";
@@ -6,20 +7,28 @@ import { TEST_SECRET_KEYS } from "./test/support/test-keys.ts";
 // (read by useRuntimeHarness in test/support/runtime.ts). Node-only files are in test/node/,
 // workerd-only files in test/worker/.
 const SUITES = "test/suites/**/*.test.ts";
-const globalSetup = ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts", "test/setup/server-edge.ts"];
 const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
 
 export default defineConfig({
   test: {
+    // At the root, the global setup runs once for the whole run (vitest runs a root globalSetup once
+    // and merges what it provides into every project): one migrated Postgres database, one PGlite
+    // dump, one S3, git and server-edge host, instead of one of each per project.
+    globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts", "test/setup/server-edge.ts"],
+    // vitest's default is one worker on 2 cores (cores - 1): no file's waits (stream re-checks, retries,
+    // timeouts) would overlap another's work. Most of a file's time is spent waiting, so two run at once.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
-        test: { name: "node", include: ["test/node/**/*.test.ts"], globalSetup, ...timeouts },
+        test: { name: "node", include: ["test/node/**/*.test.ts"], ...timeouts },
       },
       {
-        test: { name: "node-pglite", include: [SUITES], provide: { runtime: "node-pglite" }, globalSetup, ...timeouts },
+        // Shared suites open everything they use in their own harness (beforeAll/afterAll) and never mock
+        // modules, so one worker runs file after file without a new process and module graph each time.
+        test: { name: "node-pglite", include: [SUITES], provide: { runtime: "node-pglite" }, isolate: false, ...timeouts },
       },
       {
-        test: { name: "node-postgres", include: [SUITES], provide: { runtime: "node-postgres" }, globalSetup, ...timeouts },
+        test: { name: "node-postgres", include: [SUITES], provide: { runtime: "node-postgres" }, isolate: false, ...timeouts },
       },
       {
         plugins: [
@@ -32,7 +41,6 @@ export default defineConfig({
           name: "worker",
           include: [SUITES, "test/worker/**/*.test.ts"],
           provide: { runtime: "worker" },
-          globalSetup,
           ...timeouts,
         },
       },

@@ -1,6 +1,9 @@
 /**
- * Global setup shared by the node and worker test projects:
- * - a fresh Postgres database per run (migrated), on TEST_DATABASE_URL's server
+ * Global setup shared by the node and worker test projects (once per run: it is the root
+ * config's globalSetup, see vitest.config.ts):
+ * - a migrated template database, named to the test processes in TEST_PG_TEMPLATE_URL:
+ *   freshDatabase({ migrate: true }) copies it instead of replaying every migration.
+ * - a fresh Postgres database per run (a copy of the template), on TEST_DATABASE_URL's server
  *   (default: the local server, trust auth). When no Postgres answers and CI is
  *   not set, the Node+Postgres and Worker suites report themselves skipped, with a
  *   warning (a PGlite served over the wire protocol cannot stand in: it shares one
@@ -14,7 +17,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openPglite } from "../../shared/db/pglite";
-import { freshDatabase } from "../support/fresh-database";
+import { freshDatabase, TEMPLATE_ENV } from "../support/fresh-database";
 import { databaseTarget, startWsProxy } from "../../shared/db/ws-proxy";
 
 declare module "vitest" {
@@ -50,6 +53,14 @@ export default async function setup(project: TestProject) {
     );
   }
   if (real) {
+    // Migrated without a template (there is none yet); no connection stays open on it, so it can be copied.
+    const template = await freshDatabase(ADMIN_URL, "ws_template", { migrate: true, template: false });
+    cleanups.push(async () => {
+      delete process.env[TEMPLATE_ENV];
+      await template.drop();
+    });
+    // Test processes are started after the global setup and inherit this process's environment.
+    process.env[TEMPLATE_ENV] = template.url;
     const database = await freshDatabase(ADMIN_URL, "ws_test", { migrate: true });
     cleanups.push(database.drop);
     project.provide("pgUrl", database.url);
