@@ -1,4 +1,5 @@
 /** What the benchmark scripts share: bounded integer settings, the admin connection, the server compiled as npm start runs it. */
+import type { ChildProcess } from "node:child_process";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -65,4 +66,47 @@ export async function compiledEntry(entry: string): Promise<string> {
   const name = basename(entry).replace(/\.ts$/, "");
   await build(nodeBundleOptions({ [name]: entry }, outdir));
   return join(outdir, `${name}.mjs`);
+}
+
+/** The next IPC message of `type` from a benchmark's child process; rejects when it exits first or after timeoutMs. */
+export function waitForMessage<T>(child: ChildProcess, type: string, timeoutMs: number, who: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: { type?: string }) => {
+      if (msg?.type !== type) return;
+      done();
+      resolve(msg as T);
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      done();
+      reject(new Error(`${who} exited (code ${code}, signal ${signal}) before '${type}'`));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`${who} sent no '${type}' within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+    };
+    child.on("message", onMessage);
+    child.on("exit", onExit);
+  });
+}
+
+/** Sends `{type}` to the child and waits for its `reply`. */
+export async function ask<T>(child: ChildProcess, type: string, reply: string, who: string): Promise<T> {
+  const answer = waitForMessage<T>(child, reply, 5_000, who);
+  child.send({ type });
+  return answer;
+}
+
+/** SIGTERM, then SIGKILL after 20 s; resolves once it exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  await exited;
+  clearTimeout(timer);
 }

@@ -61,7 +61,7 @@ import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
 import { deployments, environments, logLines, organizations, projects, type RouteRuleConfig, type RouteRuleKind, routeRules } from "../shared/db/schema";
 import { newId } from "../shared/ids";
 import { freshDatabase, type FreshDatabase } from "../test/support/fresh-database";
-import { ADMIN_URL, compiledEntry, intEnv, report, thousands } from "./common";
+import { ADMIN_URL, ask, compiledEntry, intEnv, report, stopChild, thousands, waitForMessage } from "./common";
 
 /** Against the floor proxy (issue: throughput ≥ 0.9x the bare proxy's, added p99 ≤ 1 ms over it). */
 const TARGET_RATIO = 0.9;
@@ -134,46 +134,6 @@ process.on("disconnect", () => process.exit(0));
 process.on("SIGTERM", () => process.exit(0));
 server.listen(0, "127.0.0.1", () => process.send({ type: "ready", port: server.address().port }));
 `;
-
-function waitForMessage<T>(child: ChildProcess, type: string, timeoutMs: number, who: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (msg: { type?: string }) => {
-      if (msg?.type !== type) return;
-      done();
-      resolve(msg as T);
-    };
-    const onExit = (code: number | null, signal: string | null) => {
-      done();
-      reject(new Error(`${who} exited (code ${code}, signal ${signal}) before '${type}'`));
-    };
-    const timer = setTimeout(() => {
-      done();
-      reject(new Error(`${who} sent no '${type}' within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const done = () => {
-      clearTimeout(timer);
-      child.off("message", onMessage);
-      child.off("exit", onExit);
-    };
-    child.on("message", onMessage);
-    child.on("exit", onExit);
-  });
-}
-
-async function ask<T>(child: ChildProcess, type: string, reply: string, who: string): Promise<T> {
-  const answer = waitForMessage<T>(child, reply, 5_000, who);
-  child.send({ type });
-  return answer;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  await exited;
-  clearTimeout(timer);
-}
 
 // ---------------------------------------------------------------- seeding
 

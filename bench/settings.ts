@@ -31,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import { createOrganization, createUser, issueToken } from "../functions/identity/store";
 import { writeSettings } from "../functions/settings/store";
 import { openPostgres } from "../shared/db/postgres";
-import { admin, ADMIN_URL, compiledEntry, intEnv, report, thousands } from "./common";
+import { admin, ADMIN_URL, ask, compiledEntry, intEnv, report, stopChild, thousands, waitForMessage } from "./common";
 
 /** Issue 25: throughput ≥ 0.9x the bare route's, server CPU per request ≤ 1.15x. */
 const TARGET = 0.9;
@@ -88,37 +88,6 @@ interface ChildStats {
   eventLoopUtilization: number;
 }
 
-function waitForMessage<T>(child: ChildProcess, type: string, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (msg: { type?: string }) => {
-      if (msg?.type !== type) return;
-      done();
-      resolve(msg as T);
-    };
-    const onExit = (code: number | null, signal: string | null) => {
-      done();
-      reject(new Error(`bench server exited (code ${code}, signal ${signal}) before '${type}'`));
-    };
-    const timer = setTimeout(() => {
-      done();
-      reject(new Error(`bench server sent no '${type}' within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const done = () => {
-      clearTimeout(timer);
-      child.off("message", onMessage);
-      child.off("exit", onExit);
-    };
-    child.on("message", onMessage);
-    child.on("exit", onExit);
-  });
-}
-
-async function ask<T>(child: ChildProcess, type: string, reply: string): Promise<T> {
-  const answer = waitForMessage<T>(child, reply, 5_000);
-  child.send({ type });
-  return answer;
-}
-
 async function startServer(url: string, s: Seed): Promise<ChildProcess> {
   const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
   return spawn(process.execPath, [...profArgs, await compiledEntry(join(HERE, "server.ts"))], {
@@ -132,15 +101,6 @@ async function startServer(url: string, s: Seed): Promise<ChildProcess> {
       BENCH_POOL_MAX: String(POOL_MAX),
     },
   });
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 // ---------------------------------------------------------------- load
@@ -193,9 +153,9 @@ async function warmUp(t: Target): Promise<void> {
 }
 
 async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Promise<Measured> {
-  await ask(child, "reset", "reset-done");
+  await ask(child, "reset", "reset-done", "bench server");
   const result = await load(t, SECONDS);
-  const stats = await ask<ChildStats>(child, "stats", "stats");
+  const stats = await ask<ChildStats>(child, "stats", "stats", "bench server");
   if (result.errors || result.non2xx || result.timeouts || result["2xx"] === 0) {
     throw new Error(`${t.name}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx of ${result.requests.total} requests`);
   }
@@ -266,7 +226,7 @@ let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     running?.stop();
-    if (child) await stopServer(child).catch((e) => console.error("bench: stopping the server failed:", e));
+    if (child) await stopChild(child).catch((e) => console.error("bench: stopping the server failed:", e));
     if (created) {
       await admin((c) => c.query(`drop database if exists ${quoteIdent(dbName)} with (force)`)).catch((e) =>
         console.error(`bench: dropping database ${dbName} failed:`, e),
@@ -286,7 +246,7 @@ async function main(): Promise<void> {
   const s = await seed(dbUrl);
 
   child = await startServer(dbUrl, s);
-  const ready = await waitForMessage<{ realPort: number; barePort: number }>(child, "ready", READY_TIMEOUT_MS);
+  const ready = await waitForMessage<{ realPort: number; barePort: number }>(child, "ready", READY_TIMEOUT_MS, "bench server");
 
   const real: Target = {
     name: "real GET /api/settings",
