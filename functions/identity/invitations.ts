@@ -13,7 +13,7 @@ import { ApiError } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { acceptInvitation, createInvitation } from "./invitations-store";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { Name, OrgIdParam, RoleSchema, UserSchema } from "./schema";
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -62,9 +62,13 @@ export const invitationsRouter = createRouter()
     if (role === "owner" && caller.role !== "owner") throw new ApiError("forbidden", "Only an owner can invite an owner");
     const code = `wsi_${toBase64Url(randomBytes(16))}`;
     const expiresAt = new Date(c.get("clock")().getTime() + INVITATION_TTL_MS);
-    const id = await createInvitation(c.get("db"), { orgId, email, role, codeHash: await hashToken(code), invitedBy: caller.userId, expiresAt });
-    // The code is a credential: the row names the invitee and role only.
-    await recordAudit(c, { orgId, action: "member.invited", target: { kind: "invitation", id }, details: { email, role } });
+    const codeHash = await hashToken(code);
+    // The code is a credential: the audit row names the invitee and role only.
+    const id = await withAudit(
+      c,
+      (tx) => createInvitation(tx, { orgId, email, role, codeHash, invitedBy: caller.userId, expiresAt }),
+      (id) => ({ orgId, action: "member.invited", target: { kind: "invitation", id }, details: { email, role } }),
+    );
     return c.json({ id, email, role, code, expiresAt: expiresAt.toISOString() }, 201);
   })
   .openapi(accept, async (c) => {

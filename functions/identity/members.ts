@@ -11,7 +11,7 @@ import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { listMembers, removeMember, setMemberRole, type MemberRow } from "./members-store";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { OrgIdParam, RoleSchema } from "./schema";
 
 export const MemberSchema = z.object({ userId: z.string(), email: z.string(), name: z.string(), role: RoleSchema, joinedAt: z.string() }).openapi("Member");
@@ -60,16 +60,22 @@ export const membersRouter = createRouter()
   .openapi(update, async (c) => {
     const { orgId, userId } = c.req.valid("param");
     const { role } = c.req.valid("json");
-    const member = await setMemberRole(c.get("db"), orgId, callerOf(c).userId, userId, role);
+    const member = await withAudit(
+      c,
+      (tx) => setMemberRole(tx, orgId, callerOf(c).userId, userId, role),
+      () => ({ orgId, action: "member.role_changed", target: { kind: "member", id: userId }, details: { role } }),
+    );
     // After commit: the member's next request sees the new role.
     c.get("authCache")?.invalidate(userId);
-    await recordAudit(c, { orgId, action: "member.role_changed", target: { kind: "member", id: userId }, details: { role } });
     return c.json(view(member), 200);
   })
   .openapi(remove, async (c) => {
     const { orgId, userId } = c.req.valid("param");
-    await removeMember(c.get("db"), orgId, callerOf(c).userId, userId);
+    await withAudit(
+      c,
+      (tx) => removeMember(tx, orgId, callerOf(c).userId, userId),
+      () => ({ orgId, action: "member.removed", target: { kind: "member", id: userId } }),
+    );
     c.get("authCache")?.invalidate(userId);
-    await recordAudit(c, { orgId, action: "member.removed", target: { kind: "member", id: userId } });
     return c.body(null, 204);
   });

@@ -16,7 +16,7 @@ import { PageQuery, pageOf, toPage } from "../../shared/http/pagination";
 import { pathId } from "../../shared/http/params";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { Name, TagSchema } from "./schema";
 import { issueToken, listPersonalTokens, revokePersonalToken, type TokenRow } from "./store";
 
@@ -105,8 +105,11 @@ export const tokensRouter = createRouter()
     const wanted = body.expiresAt ? new Date(body.expiresAt) : null;
     if (wanted && wanted <= c.get("clock")()) throw badRequest("expiresAt", "expiresAt must be in the future");
     const expiresAt = await capToParent(c.get("db"), caller.tokenId, wanted);
-    const { row, token } = await issueToken(c.get("db"), { userId: caller.userId, name: body.name, scopes, expiresAt });
-    await recordAudit(c, { action: "token.created", target: { kind: "token", id: row.id }, details: { name: row.name, scopes } });
+    const { row, token } = await withAudit(
+      c,
+      (tx) => issueToken(tx, { userId: caller.userId, name: body.name, scopes, expiresAt }),
+      ({ row }) => ({ action: "token.created", target: { kind: "token", id: row.id }, details: { name: row.name, scopes } }),
+    );
     return c.json({ ...view(row), token }, 201);
   })
   .openapi(list, async (c) => {
@@ -118,8 +121,12 @@ export const tokensRouter = createRouter()
   .openapi(revoke, async (c) => {
     const { id } = c.req.valid("param");
     const caller = callerOf(c);
-    if (!(await revokePersonalToken(c.get("db"), caller.userId, id, c.get("clock")()))) throw notFound("Token");
+    const revoked = await withAudit(
+      c,
+      (tx) => revokePersonalToken(tx, caller.userId, id, c.get("clock")()),
+      (done) => (done ? { action: "token.revoked", target: { kind: "token", id } } : null),
+    );
+    if (!revoked) throw notFound("Token");
     c.get("authCache")?.invalidate(caller.userId);
-    await recordAudit(c, { action: "token.revoked", target: { kind: "token", id } });
     return c.body(null, 204);
   });

@@ -13,7 +13,7 @@ import { recordTestEntry } from "./feed-store";
 import { ChannelSchema, CreateChannelBody, CreatedChannelSchema, IdParam, PatchChannelBody, TestSendSchema } from "./schema";
 import { channelView, createChannel, deleteChannel, getChannel, listChannels, markVerified, updateChannel } from "./store";
 import { DELIVERY_LIMIT_TEXT } from "./limits";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { takeTestSend, TEST_SEND_LIMIT_TEXT, TOO_MANY_TEST_SENDS, tooManyTestSends } from "./test-send-limit";
 
 const TAGS = ["Notifications"];
@@ -85,19 +85,28 @@ export const channelsRouter = createRouter()
   })
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const { row, generatedSecret } = await createChannel(c.get("db"), c.get("keyring"), ownerOf(c), body, c.get("clock")());
-    // The kind only: a channel's destination (a chat hook URL) is itself a credential.
-    await recordAudit(c, { action: "channel.created", target: { kind: "channel", id: row.id }, details: { kind: row.kind } });
+    const { row, generatedSecret } = await withAudit(
+      c,
+      (tx) => createChannel(tx, c.get("keyring"), ownerOf(c), body, c.get("clock")()),
+      // The kind only: a channel's destination (a chat hook URL) is itself a credential.
+      ({ row }) => ({ action: "channel.created", target: { kind: "channel", id: row.id }, details: { kind: row.kind } }),
+    );
     return c.json({ ...channelView(row), ...(generatedSecret ? { signingSecret: generatedSecret } : {}) }, 201);
   })
   .openapi(patch, async (c) => {
-    const row = await updateChannel(c.get("db"), c.get("keyring"), ownerOf(c), c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
-    await recordAudit(c, { action: "channel.updated", target: { kind: "channel", id: row.id }, details: { fields: Object.keys(c.req.valid("json")) } });
+    const row = await withAudit(
+      c,
+      (tx) => updateChannel(tx, c.get("keyring"), ownerOf(c), c.req.valid("param").id, c.req.valid("json"), c.get("clock")()),
+      (row) => ({ action: "channel.updated", target: { kind: "channel", id: row.id }, details: { fields: Object.keys(c.req.valid("json")) } }),
+    );
     return c.json(channelView(row), 200);
   })
   .openapi(remove, async (c) => {
-    await deleteChannel(c.get("db"), ownerOf(c), c.req.valid("param").id);
-    await recordAudit(c, { action: "channel.deleted", target: { kind: "channel", id: c.req.valid("param").id } });
+    await withAudit(
+      c,
+      (tx) => deleteChannel(tx, ownerOf(c), c.req.valid("param").id),
+      () => ({ action: "channel.deleted", target: { kind: "channel", id: c.req.valid("param").id } }),
+    );
     return c.body(null, 204);
   })
   .openapi(test, async (c) => {

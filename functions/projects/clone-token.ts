@@ -5,7 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { noControl, ProjectIdParam } from "./schema";
 import { findProject, updateProject, type ProjectRow } from "./store";
 
@@ -59,11 +59,10 @@ export const cloneTokenRouter = createRouter()
     // Only the caller's own project is ever encrypted for: the ciphertext is bound to (org, id).
     const project = await findProject(c.get("db"), orgId, id);
     const ciphertext = token === null ? null : await c.get("keyring").encrypt(token, cloneTokenContext(project));
-    const row = await updateProject(c.get("db"), orgId, project.id, {
-      cloneTokenCiphertext: ciphertext,
-      cloneTokenSetAt: ciphertext ? now : null,
-      updatedAt: now,
-    });
-    await recordAudit(c, { action: "clone_token.changed", target: { kind: "project", id: project.id }, details: { set: token !== null } });
+    const row = await withAudit(
+      c,
+      (tx) => updateProject(tx, orgId, project.id, { cloneTokenCiphertext: ciphertext, cloneTokenSetAt: ciphertext ? now : null, updatedAt: now }),
+      () => ({ action: "clone_token.changed", target: { kind: "project", id: project.id }, details: { set: token !== null } }),
+    );
     return c.json(view(row), 200);
   });

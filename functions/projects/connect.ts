@@ -9,7 +9,7 @@ import { badRequest } from "../../shared/http/errors";
 import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route";
 import { callerOf, createRouter } from "../../shared/http/router";
 import { connectDomain, MAX_DOMAINS } from "./domains-store";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { ProjectIdParam, ProjectSchema } from "./schema";
 import { projectView } from "./store";
 
@@ -77,7 +77,10 @@ export const connectRouter = createRouter().openapi(route, async (c) => {
   const { domain } = c.req.valid("json");
   const refused = reservedHostReason(domain, c.get("config"), c.req.url);
   if (refused) throw badRequest("domain", refused);
-  const row = await connectDomain(c.get("db"), orgId, c.req.valid("param").id, domain);
-  await recordAudit(c, { action: "domain.added", target: { kind: "project", id: row.id }, details: { domain } });
+  const row = await withAudit(
+    c,
+    (tx) => connectDomain(tx, orgId, c.req.valid("param").id, domain),
+    (row) => ({ action: "domain.added", target: { kind: "project", id: row.id }, details: { domain } }),
+  );
   return c.json(await projectView(c.get("db"), row, c.get("config")), 200);
 });

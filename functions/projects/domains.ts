@@ -13,7 +13,7 @@ import { normalizeHostname } from "./connect";
 import { type DomainRow, listDomains, removeDomain } from "./domains-store";
 import { FreeRouteSchema, ProjectIdParam } from "./schema";
 import { findProject, freeRoute, type ProjectRow } from "./store";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 
 const TAGS = ["Projects"];
 
@@ -97,7 +97,10 @@ export const domainsRouter = createRouter()
     const { id, domain } = c.req.valid("param");
     const hostname = normalizeHostname(domain);
     // Longer than any hostname: matches nothing (the domain's 404, after the project's).
-    await removeDomain(c.get("db"), callerOf(c).orgId, id, hostname.length > 254 ? "" : hostname);
-    await recordAudit(c, { action: "domain.removed", target: { kind: "project", id }, details: { domain: hostname } });
+    await withAudit(
+      c,
+      (tx) => removeDomain(tx, callerOf(c).orgId, id, hostname.length > 254 ? "" : hostname),
+      () => ({ action: "domain.removed", target: { kind: "project", id }, details: { domain: hostname } }),
+    );
     return c.body(null, 204);
   });

@@ -9,7 +9,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { callerOf, createRouter } from "../../shared/http/router";
 import { CreateProjectBody, ProjectIdParam, ProjectSchema, STATUS_DOC, UpdateProjectBody } from "./schema";
 import { configReservedSlugs } from "./slug";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 import { createProject, findProject, listProjects, mergeOptions, patchProject, projectView, projectViews, type ProjectSet } from "./store";
 
 const TAGS = ["Projects"];
@@ -74,8 +74,11 @@ export const projectsCrudRouter = createRouter()
     const body = c.req.valid("json");
     const gitProvider = body.gitProvider ?? (body.gitOwner && body.gitRepo ? "github" : null);
     const options = body.buildCommand ? { buildCommand: body.buildCommand } : {};
-    const row = await createProject(c.get("db"), callerOf(c).orgId, body, gitProvider, options, configReservedSlugs(c.get("config")));
-    await recordAudit(c, { action: "project.created", target: { kind: "project", id: row.id }, details: { slug: row.slug } });
+    const row = await withAudit(
+      c,
+      (tx) => createProject(tx, callerOf(c).orgId, body, gitProvider, options, configReservedSlugs(c.get("config"))),
+      (row) => ({ action: "project.created", target: { kind: "project", id: row.id }, details: { slug: row.slug } }),
+    );
     return c.json(await projectView(c.get("db"), row, c.get("config")), 201);
   })
   .openapi(get, async (c) => {

@@ -16,7 +16,7 @@ import { callerOf, createRouter } from "../../shared/http/router";
 import { findProject } from "../projects/store";
 import { type CreateRule, CreateRuleBody, KIND_FIELDS, MAX_CIDRS, MAX_RULES_PER_PROJECT, RouteRuleSchema, type RouteRuleView, UpdateRuleBody } from "./schema";
 import { deleteRule, insertRule, listRules, type RouteRuleRow, updateRule } from "./store";
-import { recordAudit } from "../operations/audit/record";
+import { withAudit } from "../operations/audit/record";
 
 const TAGS = ["Route rules (self-hosted)"];
 const ProjectParam = z.object({ id: pathId("id", "The project id (`prj_…`)") });
@@ -125,41 +125,48 @@ export const routeRulesRouter = createRouter()
   })
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const row = await insertRule(
-      c.get("db"),
-      callerOf(c).orgId,
-      c.req.valid("param").id,
-      { kind: body.kind, path: body.path ?? null, enabled: body.enabled ?? true, config: configOf(body) },
-      c.get("clock")(),
+    const row = await withAudit(
+      c,
+      (tx) =>
+        insertRule(
+          tx,
+          callerOf(c).orgId,
+          c.req.valid("param").id,
+          { kind: body.kind, path: body.path ?? null, enabled: body.enabled ?? true, config: configOf(body) },
+          c.get("clock")(),
+        ),
+      (row) => ({ action: "route_rules.changed", target: { kind: "route_rule", id: row.id }, details: { change: "added", kind: row.kind } }),
     );
-    await recordAudit(c, { action: "route_rules.changed", target: { kind: "route_rule", id: row.id }, details: { change: "added", kind: row.kind } });
     return c.json(view(row), 201);
   })
   .openapi(update, async (c) => {
     const { id, ruleId } = c.req.valid("param");
     const patch = c.req.valid("json");
-    const row = await updateRule(
-      c.get("db"),
-      callerOf(c).orgId,
-      id,
-      ruleId,
-      (current) => ({
-        path: patch.path === undefined ? current.path : patch.path,
-        enabled: patch.enabled ?? current.enabled,
-        config: patched(current.kind, current.config, patch),
-      }),
-      c.get("clock")(),
+    const row = await withAudit(
+      c,
+      (tx) =>
+        updateRule(
+          tx,
+          callerOf(c).orgId,
+          id,
+          ruleId,
+          (current) => ({
+            path: patch.path === undefined ? current.path : patch.path,
+            enabled: patch.enabled ?? current.enabled,
+            config: patched(current.kind, current.config, patch),
+          }),
+          c.get("clock")(),
+        ),
+      (row) => ({ action: "route_rules.changed", target: { kind: "route_rule", id: row.id }, details: { change: "updated", fields: Object.keys(patch) } }),
     );
-    await recordAudit(c, {
-      action: "route_rules.changed",
-      target: { kind: "route_rule", id: row.id },
-      details: { change: "updated", fields: Object.keys(patch) },
-    });
     return c.json(view(row), 200);
   })
   .openapi(remove, async (c) => {
     const { id, ruleId } = c.req.valid("param");
-    await deleteRule(c.get("db"), callerOf(c).orgId, id, ruleId);
-    await recordAudit(c, { action: "route_rules.changed", target: { kind: "route_rule", id: ruleId }, details: { change: "removed", projectId: id } });
+    await withAudit(
+      c,
+      (tx) => deleteRule(tx, callerOf(c).orgId, id, ruleId),
+      () => ({ action: "route_rules.changed", target: { kind: "route_rule", id: ruleId }, details: { change: "removed", projectId: id } }),
+    );
     return c.body(null, 204);
   });

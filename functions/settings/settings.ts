@@ -9,7 +9,7 @@ import { defineRoute, jsonRequest, jsonResponse } from "../../shared/http/route"
 import { createRouter, ownerOf } from "../../shared/http/router";
 import { BuildMode, CloneStrategy, DEPLOY_TARGETS, SettingsSchema } from "./schema";
 import { serverExists } from "../servers/store";
-import { recordAudit } from "../operations/audit/record";
+import { type AuditEntry, withAudit } from "../operations/audit/record";
 import { cloneTokenPatch, readSettings, writeSettings, type SettingsPatch } from "./store";
 
 /** A literal list (not `.nullable()`) so an error's `allowed` names null too. */
@@ -97,10 +97,13 @@ const setForwardGit = defineRoute({
   request: { body: jsonRequest(ForwardGitBody) },
 });
 
-const save = async (c: AppContext, patch: SettingsPatch, audit?: Parameters<typeof recordAudit>[1]) => {
-  const settings = await writeSettings(c.get("db"), ownerOf(c), patch, c.get("clock")());
-  // Field names only: the clone token's patch holds its ciphertext.
-  await recordAudit(c, audit ?? { action: "settings.changed", target: { kind: "settings", id: ownerOf(c).userId }, details: { fields: Object.keys(patch) } });
+const save = async (c: AppContext, patch: SettingsPatch, audit?: Omit<AuditEntry, "db">) => {
+  const settings = await withAudit(
+    c,
+    (tx) => writeSettings(tx, ownerOf(c), patch, c.get("clock")()),
+    // Field names only: the clone token's patch holds its ciphertext.
+    () => audit ?? { action: "settings.changed", target: { kind: "settings", id: ownerOf(c).userId }, details: { fields: Object.keys(patch) } },
+  );
   return c.json(settings, 200);
 };
 

@@ -2,13 +2,16 @@
  * Writing the audit log (issue 24). A route calls `recordAudit(c, …)` once its
  * change is made; who acted and from where come from the request: the caller the
  * guard resolved (a console session is the `user`, a bearer token the `token`
- * with its id), the client address read as the sign-in limits read it. Inside a
- * transaction, pass its handle as `db` so the row commits or rolls back with the
- * change. Details must be small and secret-free: names of changed fields, a
+ * with its id), the client address read as the sign-in limits read it.
+ * `withAudit(c, change, entry)` runs a change and its row in one transaction, so
+ * both commit or neither does; inside a transaction of its own, a route passes
+ * the handle as `db`. Changes that span several transactions or outside calls
+ * (project deletion, env merges that yield between chunks, deployment queueing,
+ * transfers) record their row once the change is made. Details must be small and secret-free: names of changed fields, a
  * role, a domain name, never a value of an environment variable or a token.
  */
 import { auditLog } from "../../../shared/db/schema";
-import type { Executor } from "../../../shared/db/types";
+import type { Db, Executor } from "../../../shared/db/types";
 import { currentSessionId } from "../../../shared/auth/session";
 import type { AppContext } from "../../../shared/http/context";
 import { newId } from "../../../shared/ids";
@@ -79,6 +82,21 @@ export async function recordAudit(c: AppContext, entry: AuditEntry): Promise<voi
     clientAddress: caller ? (peerOf(c) ?? null) : null,
     details: entry.details ?? null,
     createdAt: c.get("clock")(),
+  });
+}
+
+/**
+ * Makes `change` and its audit row one transaction: both commit or neither does.
+ * `change` gets the transaction as its database (a store that opens a transaction
+ * of its own gets a savepoint inside this one). `entry` describes the row from
+ * the change's result; null writes none (nothing changed).
+ */
+export async function withAudit<T>(c: AppContext, change: (tx: Db) => Promise<T>, entry: (result: T) => Omit<AuditEntry, "db"> | null): Promise<T> {
+  return c.get("db").transaction(async (tx) => {
+    const result = await change(tx);
+    const row = entry(result);
+    if (row) await recordAudit(c, { ...row, db: tx });
+    return result;
   });
 }
 

@@ -167,6 +167,15 @@ describe("audit log", () => {
     await expectProblem(await audit(t, "?action=project.exploded"), 400, "action");
   });
 
+  it("a refused change leaves no row (the row and the change are one transaction)", async () => {
+    const t = await seedTenant(h);
+    await expectProblem(await h.request(`/api/orgs/${t.orgId}/members/${t.userId}`, { method: "DELETE", token: t.token }), 409);
+    await expectProblem(await h.request(`/api/orgs/${t.orgId}/members/${t.userId}`, { method: "PATCH", token: t.token, json: { role: "admin" } }), 409);
+    await expectProblem(await h.request("/api/tokens/tok_unknown", { method: "DELETE", token: t.token, org: t.orgId }), 404);
+    await expectProblem(await h.request("/api/notifications/channels/nch_unknown", { method: "DELETE", token: t.token }), 404);
+    expect(await entries(t)).toEqual([]);
+  });
+
   it("another organization's rows are invisible; a member or viewer cannot read the log", async () => {
     const t = await seedTenant(h);
     const stranger = await seedTenant(h);
