@@ -5,7 +5,9 @@
  * the target is the API's own relay, at the API's own origin), scans it, ensures
  * the project, queues its build (POST /api/deployments/build/access) and follows
  * the build log to its end with the returned read-only session token. The folder
- * remembers its project in `.wsp/project.json` (link.ts).
+ * remembers its project in `.wsp/project.json` (link.ts). A project with a linked
+ * git repository is deployed from its host instead (deployGit), with the local git
+ * credential when Settings' forwardGitToServer is on.
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -15,6 +17,7 @@ import { Readable } from "node:stream";
 import { MAX_UPLOAD_BYTES } from "../../shared/storage/limits";
 import { ApiCallError, apiBase, CliError, call, checkToken, type Client, reasonOf } from "./api";
 import { detectedLine } from "./detected";
+import { type LocalGitCredential, readGitCredential } from "./git-credential";
 import { type FolderLink, LINK_FILE, readLink, writeLink } from "./link";
 import { listFolder, packFolder } from "./pack";
 import { humanSize, progressBar } from "./progress";
@@ -37,6 +40,8 @@ export interface DeployOptions extends Client {
   tty?: boolean;
   /** Reconnection timing of the build log stream (tests). */
   follow?: { retryMs?: number; idleMs?: number };
+  /** The environment `git credential fill` runs in (a git project's deploy with forwardGitToServer on); default: this process's. */
+  gitEnv?: NodeJS.ProcessEnv;
 }
 
 interface Target {
@@ -121,8 +126,8 @@ interface EnsuredAnswer extends Record<string, unknown> {
   buildCommand: string | null;
   status: string;
   routes: { free: { hostname: string; state: string } };
-  services: Array<{ name: string }>;
-  uploadSessionId: string | null;
+  services?: Array<{ name: string }>;
+  uploadSessionId?: string | null;
 }
 
 export interface DeploymentAnswer extends Record<string, unknown> {
@@ -139,7 +144,8 @@ interface BuildAccessAnswer {
 
 export interface DeployResult {
   project: EnsuredAnswer;
-  scan: ScanAnswer;
+  /** null: a git project's deploy (nothing uploaded or scanned). */
+  scan: ScanAnswer | null;
   created: boolean;
   files: number;
   tarballBytes: number;
@@ -168,10 +174,10 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
   // The token first: a wrong one fails now, before the folder is read or packed.
   const { orgId } = await checkToken(client);
 
-  let existing: { id: string; name: string } | undefined;
+  let existing: (EnsuredAnswer & { gitProvider?: string | null }) | undefined;
   if (target.projectId) {
     try {
-      existing = (await call<{ id: string; name: string }>(client, "GET", `/api/projects/${encodeURIComponent(target.projectId)}`)).body;
+      existing = (await call<EnsuredAnswer & { gitProvider?: string | null }>(client, "GET", `/api/projects/${encodeURIComponent(target.projectId)}`)).body;
     } catch (e) {
       if (target.fromLink && e instanceof ApiCallError && e.status === 404) {
         throw new CliError(
@@ -181,6 +187,8 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
       throw e;
     }
     if (target.fromLink) opts.log(`Deploying to project ${existing.name} (${existing.id}), linked in ${LINK_FILE}\n`);
+    // A project with a linked repository deploys its branch's head from the host: nothing is uploaded.
+    if (existing.gitProvider && existing.gitProvider !== "upload") return deployGit(opts, client, existing);
   }
 
   const listing = await listFolder(folder);
@@ -255,6 +263,48 @@ export async function deploy(opts: DeployOptions): Promise<DeployResult> {
 }
 
 /**
+ * A git project's deploy: POST /api/deployments, then the build log followed. With the
+ * caller's Settings `forwardGitToServer` on, the local git credential for the repository's
+ * host (git-credential.ts, never prompting) goes with it as `gitCredential`: the clone uses
+ * it once, and the control plane deletes it. Off: nothing is read or sent (the project's or
+ * the Settings clone token is used).
+ */
+async function deployGit(opts: DeployOptions, client: Client, project: EnsuredAnswer): Promise<DeployResult> {
+  const settings = (await call<{ forwardGitToServer?: boolean }>(client, "GET", "/api/settings")).body;
+  let gitCredential: LocalGitCredential | undefined;
+  if (settings.forwardGitToServer) {
+    const git = (await call<{ cloneUrl: string | null }>(client, "GET", `/api/projects/${encodeURIComponent(project.id)}/git`)).body;
+    const read = git.cloneUrl ? await readGitCredential(git.cloneUrl, { env: opts.gitEnv }) : { none: "the repository has no clone URL here" };
+    if ("credential" in read) {
+      gitCredential = read.credential;
+      opts.log(`Forwarding your git credential for ${new URL(git.cloneUrl!).host} to this deployment's clone (forwardGitToServer)\n`);
+    } else {
+      opts.log(`Not forwarding a git credential: ${read.none}; the project's clone token is used\n`);
+    }
+  }
+  const { body: deployment } = await call<DeploymentAnswer>(client, "POST", "/api/deployments", {
+    body: { projectId: project.id, ...(opts.environment ? { environment: opts.environment } : {}), ...(gitCredential ? { gitCredential } : {}) },
+  });
+  gitCredential = undefined;
+  opts.log(`Queued deployment ${deployment.id} (${deployment.environment}) from the project's repository\n`);
+  const result = { project, scan: null, created: false, files: 0, tarballBytes: 0, deployment, linked: false };
+  if (opts.noWait) return { ...result, end: null };
+  const session = async () => (await call<{ token: string }>(client, "POST", `/api/projects/${project.id}/deployment-session`)).body.token;
+  let token = await session();
+  const end = await follow({
+    url: `${apiBase(opts.api)}/api/deployments/${deployment.id}/logs/stream`,
+    token: () => token,
+    refresh: async () => {
+      token = await session();
+    },
+    onLine: (l) => (opts.line ?? ((x: LogLine) => opts.log(`${x.message}\n`)))(l),
+    note: opts.log,
+    ...opts.follow,
+  });
+  return { ...result, end: end ?? null };
+}
+
+/**
  * Where the app answers: its hostname with the API's scheme and port (a
  * self-hosted edge serves apps on the API's own listener: http://app.localhost:8787
  * on a default install; behind a TLS terminator on 443 it is plain https://host).
@@ -274,7 +324,7 @@ export function summary(result: DeployResult, api: string): string {
     `  framework   ${p.framework}`,
     ...(p.buildCommand ? [`  build       ${p.buildCommand}`] : []),
     `  route       ${route}`,
-    ...(p.services.length ? [`  services    ${p.services.map((s) => s.name).join(", ")}`] : []),
+    ...(p.services?.length ? [`  services    ${p.services.map((s) => s.name).join(", ")}`] : []),
     `  deployment  ${d.id} (${d.environment})`,
   ];
   if (!result.end) {

@@ -15,6 +15,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Keyring, SecretContext } from "../../shared/crypto/keyring";
 import { environments, type ServiceSpec } from "../../shared/db/schema";
+import type { Db } from "../../shared/db/types";
 import type { AppContext } from "../../shared/http/context";
 import { ApiError, badRequest } from "../../shared/http/errors";
 import { newId } from "../../shared/ids";
@@ -223,7 +224,15 @@ export async function queueLocal(
  * Without placement fields (a deploy with no per-deploy choice) it is placed by
  * the queuing user's Settings (placement-store.ts).
  */
-export async function insertQueued(c: AppContext, orgId: string, projectId: string, fields: NewDeployment, id = newId("dpl")): Promise<DeploymentRow> {
+export async function insertQueued(
+  c: AppContext,
+  orgId: string,
+  projectId: string,
+  fields: NewDeployment,
+  id = newId("dpl"),
+  /** Written in the same transaction (a forwarded git credential: a runner claiming the row finds it). */
+  within?: (tx: Db, row: DeploymentRow) => Promise<void>,
+): Promise<DeploymentRow> {
   const now = c.get("clock")();
   const quotas = quotasOf(c.get("config"));
   const placed = fields.placement === undefined ? await placementFor(c, orgId, fields.createdBy ?? null) : {};
@@ -231,7 +240,9 @@ export async function insertQueued(c: AppContext, orgId: string, projectId: stri
     const locked = await findProject(tx, orgId, projectId, "key share");
     if (locked.disabledAt) throw disabledConflict();
     await lockedStorageCheck(tx, orgId, quotas, fields.artifactKey ? (fields.artifactBytes ?? 0) : undefined);
-    return insertPinnedDeployment(tx, c.get("keyring"), { ...fields, ...placed }, now, id);
+    const inserted = await insertPinnedDeployment(tx, c.get("keyring"), { ...fields, ...placed }, now, id);
+    await within?.(tx as Db, inserted);
+    return inserted;
   });
   return row;
 }

@@ -24,6 +24,8 @@ import { DeploymentSchema, deploymentView } from "./schema";
 import { PLACEMENTS } from "../../shared/db/schema";
 import { recordAudit } from "../operations/audit/record";
 import { Labels } from "../servers/schema";
+import { dropForwardedCredential, storeForwardedCredential, sweepForwardedCredentials } from "../servers/job-credentials";
+import { readSettings } from "../settings/store";
 import type { PlacementChoice } from "./placement";
 import { currentWaiting, placementFor } from "./placement-store";
 import { disabledConflict, environmentFor, insertQueued, queueLocal, queueUpload } from "./queue";
@@ -31,6 +33,19 @@ import { discardArtifact, STORAGE_CAPS_DESCRIPTION } from "./artifacts";
 import { cancelDeploymentFrom, type DeploymentRow, findDeployment, lastUpload, type NewDeployment, promoteDeployment, transitionsOf } from "./store";
 
 const TAGS = ["Deployments"];
+
+/** No control characters: the credential reaches git through its line-based credential-helper protocol. */
+const credentialText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((v) => ![...v].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f), "must not contain control characters (newlines included)");
+
+const ForwardedGitCredential = z.strictObject({ username: credentialText(256), password: credentialText(4096) }).openapi("ForwardedGitCredential", {
+  description:
+    "Git identity forwarding (Settings `forwardGitToServer`): the caller's own git credential for the repository's host, as `git credential fill` answers it (`wsp deploy` sends it when the setting is on). Only for a project with a linked repository, and only when the caller's `forwardGitToServer` is on (400 naming `gitCredential` otherwise). Ephemeral: stored encrypted for this deployment only, handed to the runner holding its lease for its clone (in place of the project's or Settings clone token) and deleted when the clone starts, when the deployment leaves `queued`/`building`, or 30 minutes after it was sent, whichever is first. Never returned, never logged, never in a backup.",
+});
 const COMMIT = /^[0-9a-fA-F]{40}$/;
 
 const CreateBody = z
@@ -55,6 +70,7 @@ const CreateBody = z
     labels: Labels.optional().openapi({
       description: "Without `serverId`: run on any online server of the organization carrying every one of these labels (implies `server`)",
     }),
+    gitCredential: ForwardedGitCredential.optional(),
   })
   .openapi("DeploymentCreate");
 
@@ -135,7 +151,8 @@ type Source = Pick<NewDeployment, "source" | "gitProvider" | "gitOwner" | "gitRe
 async function gitSource(c: AppContext, project: ProjectRow, env: EnvironmentRow, body: z.infer<typeof CreateBody>): Promise<Source | undefined> {
   const repository = repositoryOf(project);
   if (!repository) return undefined;
-  const listing = await listRepository(c, project, repository);
+  // A forwarded credential reads the host too: the repository may be one only the caller can reach.
+  const listing = await listRepository(c, project, repository, body.gitCredential);
   if (!listing.ok) throw readFailure(listing, repository);
   const wanted = body.branch ?? (env.kind === "preview" ? env.branch : null) ?? project.gitBranch ?? project.gitDefaultBranch ?? listing.headBranch;
   const commit = body.commit?.toLowerCase();
@@ -210,17 +227,28 @@ export const deploymentRoutes = createRouter()
     const env = await environmentFor(c, project, body.environment);
     // Before any source is read or copied: a refused placement writes nothing.
     const placed = await placementFor(c, caller.orgId, caller.userId, placementChoice(c, body));
+    const forwarded = body.gitCredential;
+    if (forwarded) {
+      if (!repositoryOf(project)) throw badRequest("gitCredential", "A git credential is only taken for a project with a linked git repository");
+      if (!(await readSettings(db, caller)).forwardGitToServer) {
+        throw badRequest("gitCredential", "Git identity forwarding is off in your Settings (forwardGitToServer): no credential is taken");
+      }
+    }
     const git = await gitSource(c, project, env, body);
     let row: DeploymentRow;
     if (git) {
-      row = await insertQueued(c, caller.orgId, project.id, {
-        orgId: caller.orgId,
-        projectId: project.id,
-        environmentId: env.id,
-        createdBy: caller.userId,
-        ...git,
-        ...placed,
-      });
+      const now = c.get("clock")();
+      row = await insertQueued(
+        c,
+        caller.orgId,
+        project.id,
+        { orgId: caller.orgId, projectId: project.id, environmentId: env.id, createdBy: caller.userId, ...git, ...placed },
+        undefined,
+        // In the deployment's own transaction: a runner that claims it finds the credential.
+        forwarded ? (tx, d) => storeForwardedCredential(tx, c.get("keyring"), d, forwarded, now) : undefined,
+      );
+      // Ended jobs' and expired credentials go with each new deployment too (and with each claim).
+      await sweepForwardedCredentials(db, now);
     } else {
       if (body.branch !== undefined || body.commit !== undefined) {
         throw badRequest(body.commit !== undefined ? "commit" : "branch", "The project has no linked git repository");
@@ -249,6 +277,8 @@ export const deploymentRoutes = createRouter()
     const { row, from } = await cancelDeploymentFrom(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
     // A queued deployment was never claimed: its artifact goes now (a building one's runner removes it once the build stopped).
     if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, row.id);
+    // A forwarded git credential goes with the job.
+    await dropForwardedCredential(c.get("db"), row.id);
     c.get("wakeRunner")();
     c.get("logFeed")?.notify([row.projectId]);
     await recordAudit(c, { action: "deployment.canceled", target: { kind: "deployment", id: row.id }, details: { projectId: row.projectId, from } });

@@ -38,12 +38,21 @@ export const unconfigured = (provider: GitProvider): RemoteFailure => ({
   message: `${provider} has no host configured on this instance (${GIT_HOST_SETTINGS[provider]})`,
 });
 
-/** Lists the repository's branches and default branch on its host, with the clone credential that applies. */
-export async function listRepository(c: AppContext, project: ProjectRow, repository: Repository): Promise<ListRemoteResult | RemoteFailure> {
+/**
+ * Lists the repository's branches and default branch on its host, with the clone credential that applies
+ * (`forwarded`: the caller's own git credential sent with a deployment, which then applies instead).
+ */
+export async function listRepository(
+  c: AppContext,
+  project: ProjectRow,
+  repository: Repository,
+  forwarded?: { username: string; password: string },
+): Promise<ListRemoteResult | RemoteFailure> {
   const git = c.get("git");
   if (!git.hosts[repository.provider]) return unconfigured(repository.provider);
   const url = cloneUrl(repository.provider, repository.owner, repository.repo, git.hosts);
   if (!url) return { ok: false, kind: "not_found", message: `${repository.owner}/${repository.repo} is not a valid repository name` };
+  if (forwarded) return listRemote(url, { fetch: git.fetch, credentials: { username: forwarded.username, password: forwarded.password } });
   let token: string | null;
   try {
     token = await cloneTokenFor(c.get("db"), c.get("keyring"), project, callerOf(c).userId);

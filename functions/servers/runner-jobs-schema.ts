@@ -92,7 +92,13 @@ export const LogBatchAnswerSchema = z
   .openapi("RunnerLogBatchAnswer");
 
 export const CloneCredentialSchema = z
-  .object({ token: z.string().nullable().openapi({ description: "The clone token (decrypted), null when the repository needs none" }) })
+  .object({
+    token: z.string().nullable().openapi({ description: "The clone token (decrypted), null when the repository needs none or `forwarded` is given" }),
+    forwarded: z.object({ username: z.string(), password: z.string() }).nullable().openapi({
+      description:
+        "Git identity forwarding: the user's own credential `wsp deploy` sent with the deployment, to clone with as it is (HTTP basic). Deleted on the control plane by this read (a second read answers null): keep it in memory for this clone only, never log it",
+    }),
+  })
   .openapi("RunnerCloneCredential");
 
 export const ServingBody = z.strictObject({ port: z.number().int().min(1).max(65535) });

@@ -18,6 +18,7 @@ import { createRouter } from "../../shared/http/router";
 import type { DeploymentRow } from "../deployments/store";
 import { markReadyIfHeld } from "../deployments/store";
 import { cloneCredentialOf, jobContext, runnerDeployment } from "../self-hosted/runner/job-context";
+import { cloneCredentialOfJob, sweepForwardedCredentials } from "./job-credentials";
 import {
   advance,
   clearServing,
@@ -183,7 +184,7 @@ const cloneCredential = defineRoute({
   ...jobRoute("get", "/clone-credential"),
   summary: "Read the clone credential of a git job",
   description:
-    "The token to clone the job's repository with (the project's clone token, else the Settings token of the user who queued it), or null. Only while this server holds the job's lease (409 after it ends); never logged. Use it for this clone only.",
+    "What to clone the job's repository with: `forwarded`, the queuing user's own git credential when `wsp deploy` forwarded it (Settings `forwardGitToServer`; deleted by this read), else `token`, the project's clone token or the Settings token of the user who queued it, or neither. Only while this server holds the job's lease (409 after it ends); never logged. Use it for this clone only.",
   request: { params: JobParam },
   responses: { 200: jsonResponse(CloneCredentialSchema, "The clone credential"), 404: NOT_FOUND, 409: NOT_YOURS, 429: TOO_MANY_JOB_CALLS },
 });
@@ -297,6 +298,10 @@ export const runnerJobsRouter = createRouter()
     const db = c.get("db");
     const clock = c.get("clock");
     await takeClaim(c, serverId, clock());
+    // Forwarded git credentials of ended or expired jobs go with each claim (runners poll: none outlives its job for long).
+    await sweepForwardedCredentials(db, clock()).catch((error) =>
+      c.get("logger").error("job_credentials_sweep_failed", { requestId: c.get("requestId"), error: (error as Error).message }),
+    );
     const deadline = Date.now() + c.req.valid("query").wait * 1000;
     let server = await recordHeartbeat(db, serverId, {}, clock());
     for (;;) {
@@ -355,7 +360,11 @@ export const runnerJobsRouter = createRouter()
   })
   .openapi(cloneCredential, async (c) => {
     const { d } = await leasedJob(c, c.req.valid("param").id);
-    return c.json({ token: await cloneCredentialOf(c.get("db"), c.get("keyring"), d.id) }, 200);
+    const db = c.get("db");
+    // Scoped to the runner's organization (jobOf found d there): another organization's deployment id never reaches this.
+    const credential = await cloneCredentialOfJob(db, c.get("keyring"), d.id, d.orgId, c.get("clock")(), () => cloneCredentialOf(db, c.get("keyring"), d.id));
+    if (credential && !("token" in credential)) return c.json({ token: null, forwarded: credential }, 200);
+    return c.json({ token: credential?.token ?? null, forwarded: null }, 200);
   })
   .openapi(toServe, async (c) => {
     const { serverId } = runnerOf(c);

@@ -18,6 +18,14 @@ ids and the API URL, no token; never uploaded): deploying the folder again
 updates that project (wsp link binds a folder to an existing project first).
 Delete .wsp/project.json to deploy the folder as a new project.
 
+A project with a linked git repository (--project, or the folder's link) is
+deployed from its repository instead: nothing is uploaded. When your Settings'
+forwardGitToServer is on, wsp reads your git credential for the repository's
+host (git credential fill: your configured helper, never a prompt, 10 s at most)
+and sends it with the deployment: its clone uses it once and the server deletes
+it; it is never stored past the job, logged or shown. Off: the project's or
+your Settings clone token is used.
+
 Options:
   --prod             deploy to production (the default)
   --env <name>       deploy to this environment instead
@@ -56,6 +64,8 @@ Options:
       line: (l) => (json ? ctx.io.err : ctx.io.out)(formatBuildLine(l)),
       tty: ctx.io.tty,
       follow: ctx.options.follow,
+      // `git credential fill` (a git project, forwardGitToServer on) runs in wsp's own environment.
+      gitEnv: ctx.io.env,
     });
     const deployment = result.end ? { ...result.deployment, status: result.end.status, failureReason: result.end.failureReason } : result.deployment;
     ctx.io.out(json ? `${JSON.stringify({ ...result.project, deployment }, null, 2)}\n` : summary(result, client.api));

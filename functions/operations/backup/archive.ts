@@ -31,6 +31,7 @@ export const NOT_INCLUDED = [
   "the secret keys (SECRET_KEYS, or DATA_DIR/secret-keys): keep them apart from the archive; a restore needs the same keys to read its secrets",
   "DATA_DIR/owner-token (the owner's token itself is in the database, hashed: the token you hold still works)",
   "the runner's work directories (built apps): redeploy after a restore",
+  "job_credentials: git credentials forwarded by wsp deploy, held only for a job's lease (a restored instance has no job running)",
 ] as const;
 
 export interface Manifest {

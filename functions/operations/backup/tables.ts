@@ -9,9 +9,15 @@ import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
 import * as schema from "../../../shared/db/schema";
 
+/**
+ * Tables never backed up: `job_credentials` holds a user's forwarded git credential for the
+ * length of one job's lease only (functions/servers/job-credentials.ts); an archive outlives that.
+ */
+export const EXCLUDED_TABLES: ReadonlySet<string> = new Set(["job_credentials"]);
+
 /** Table names, parents first (a table referencing itself is not its own parent). */
 export function backupTables(): string[] {
-  const tables = (Object.values(schema) as unknown[]).filter((v): v is PgTable => is(v, PgTable));
+  const tables = (Object.values(schema) as unknown[]).filter((v): v is PgTable => is(v, PgTable) && !EXCLUDED_TABLES.has(getTableConfig(v).name));
   const parents = new Map<string, Set<string>>();
   for (const t of tables) {
     const config = getTableConfig(t);

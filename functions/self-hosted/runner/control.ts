@@ -109,8 +109,12 @@ export interface RunnerControl {
 
   /** The deployment with its pinned project and its variables decrypted; only for the job's holder over HTTP, and never logged. */
   job(id: string): Promise<JobContext | undefined>;
-  /** The clone token of a git deployment (decrypted), or null; over HTTP valid only while the lease is. */
-  cloneCredential(id: string): Promise<string | null>;
+  /**
+   * What a git deployment clones with, or null: the user's forwarded git credential when
+   * `wsp deploy` sent one (git identity forwarding: taken, so deleted, by this read; keep it for
+   * this clone only), else the clone token (decrypted). Over HTTP valid only while the lease is.
+   */
+  cloneCredential(id: string): Promise<CloneCredential | null>;
   /** The archive of an upload or local deployment (over HTTP: fetched from a short-lived download URL). Opened once to scan, once to unpack. */
   openSource(id: string, artifactKey: string): Promise<SourceArchive>;
   /** The job's source archive is no longer needed (failed, canceled, pruned): removed from the store. Idempotent; never throws. */
@@ -174,3 +178,6 @@ export interface RunnerControl {
   /** The status of each of `ids` that exists (work directories of the others, and of failed or canceled ones, are removed). */
   statuses(ids: string[]): Promise<Record<string, DeploymentStatus>>;
 }
+
+/** A clone token (sent in its provider's documented form), or a forwarded credential (sent as it is). */
+export type CloneCredential = { token: string } | { username: string; password: string };

@@ -15,6 +15,7 @@ import { type DeploymentRow, markReady, promoteDeployment } from "../../deployme
 import type { LogWriter } from "../../logs/writer";
 import { emitNotificationEvent } from "../../notifications/fanout";
 import { autoRollbackOf } from "../../projects/environments-store";
+import { cloneCredentialOfJob, sweepForwardedCredentials } from "../../servers/job-credentials";
 import type { RunnerControl } from "./control";
 import { cloneCredentialOf, jobContext, runnerDeployment } from "./job-context";
 import { sandboxUidOf } from "./sandbox/uids";
@@ -67,14 +68,19 @@ export function createDbControl(deps: DbControlDeps): RunnerControl {
     return d;
   };
   return {
-    claim: async () => mapped(await claimNext(db, runnerId, now())),
+    claim: async () => {
+      // Forwarded git credentials of ended or expired jobs go with each claim (the runner polls: they never outlive their job for long).
+      await sweepForwardedCredentials(db, now()).catch((error) => deps.logger.error("job_credentials_sweep_failed", { error: (error as Error).message }));
+      return mapped(await claimNext(db, runnerId, now()));
+    },
     renew: (id) => renewLease(db, id, runnerId, now()),
     advance: async (id, from, to, failureReason) => settled(mapped(await advance(db, id, runnerId, from, to, now(), failureReason))),
     markReady: async (id) => settled(runnerDeployment(await markReady(db, id, now()))),
     release: (id) => releaseJob(db, id, runnerId, now()),
 
     job: (id) => jobContext(db, keyring, id),
-    cloneCredential: (id) => cloneCredentialOf(db, keyring, id),
+    // The forwarded git credential (taken: deleted by this read), else the clone token.
+    cloneCredential: (id) => cloneCredentialOfJob(db, keyring, id, undefined, now(), () => cloneCredentialOf(db, keyring, id)),
     async openSource(_id, artifactKey) {
       if (!deps.uploads) return { missing: "no-store" };
       const opened = await deps.uploads.open(artifactKey);

@@ -13,7 +13,8 @@
  *   fetch, or the credential, elsewhere. Behind a proxy (HTTPS_PROXY passed
  *   through) the proxy resolves the host, and the guard checks only the name's
  *   own answer.
- * - The clone credential reaches the fetch alone, through a credential helper
+ * - The clone credential (the clone token, or the user's own credential
+ *   forwarded by `wsp deploy`: functions/servers/job-credentials.ts) reaches the fetch alone, through a credential helper
  *   that reads it from a pipe on fd 3 (written once by the runner, then closed):
  *   never in an environment (/proc/<pid>/environ), argv, a file or a log line;
  *   `git init` and `checkout` run without it. No system or global git config,
@@ -41,8 +42,9 @@ export async function fetchGit(job: JobContext, deps: BuildDeps, src: string, ba
   const sha = d.commitSha.toLowerCase();
   if (!/^[0-9a-f]{40}$/.test(sha)) throw new JobFailure("build", "The deployment's commit is not a full SHA");
   const pin = await guardedResolve(url, deps.allowPrivate);
-  const token = await deps.cloneToken(job);
-  const credential = token ? tokenCredentials(provider, token) : undefined;
+  // Read once: a forwarded credential is deleted by this read and lives in memory for this clone only.
+  const given = await deps.cloneToken(job);
+  const credential = !given ? undefined : "token" in given ? tokenCredentials(provider, given.token) : given;
   const gitEnv: Record<string, string> = {
     ...base,
     ...deps.buildEnv,

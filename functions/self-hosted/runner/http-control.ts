@@ -302,7 +302,10 @@ export function createHttpControl(options: HttpControlOptions): HttpControl {
     async cloneCredential(id) {
       const a = await call("GET", job(id, "/clone-credential"));
       if (a.status !== 200) throw new ControlError(`The clone credential of ${id} is not this server's any more`, a.status);
-      return (a.body as { token: string | null }).token;
+      const body = a.body as { token: string | null; forwarded?: { username: string; password: string } | null };
+      // A forwarded credential (git identity forwarding) was deleted on the control plane by this read: held in memory for this clone only.
+      if (body.forwarded) return { username: body.forwarded.username, password: body.forwarded.password };
+      return body.token ? { token: body.token } : null;
     },
     async openSource(id): Promise<SourceArchive> {
       const a = await call("GET", job(id, "/source"));

@@ -38,7 +38,7 @@ import { JobAborted, JobFailure, type Step } from "./step";
 import { spawnProcess } from "./processes";
 import { DISK_BUILD_CHECK_MS, formatGb, watchDisk } from "./sandbox/disk";
 import type { ProcessLimits, Sandbox } from "./sandbox/sandbox";
-import type { JobContext, SourceArchive } from "./control";
+import type { CloneCredential, JobContext, SourceArchive } from "./control";
 import { extractArchive } from "./unpack";
 
 export { JobAborted, JobFailure } from "./step";
@@ -63,8 +63,8 @@ export interface BuildDeps {
   /** An upload's or local snapshot's archive (RunnerControl.openSource). */
   openSource: (deploymentId: string, artifactKey: string) => Promise<SourceArchive>;
   buildTimeoutMs: number;
-  /** The clone token that applies (decrypted in memory), or null. */
-  cloneToken: (job: JobContext) => Promise<string | null>;
+  /** The clone credential that applies (decrypted in memory; a forwarded one already deleted at the source), or null. */
+  cloneToken: (job: JobContext) => Promise<CloneCredential | null>;
   /** A log line of this deployment (the caller masks secrets and batches). */
   log: (line: NewLogLine) => boolean;
   /** The deployment's secret values masked in a text: a failure reason quotes the step's lines, and is cut to its size after that. */
