@@ -30,6 +30,7 @@ import { staleReason } from "./branch-head";
 import { sha256 } from "./signature";
 import { placementFor } from "../deployments/placement-store";
 import { findDelivery, findHookTarget, hookSecret, OUTCOMES, recordDelivery, type DeliveryRecord, type HookTarget } from "./store";
+import { recordAudit } from "../operations/audit/record";
 
 /** Longer ids name no hook: answered 404 without a query. */
 const MAX_HOOK_ID = 128;
@@ -205,6 +206,15 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
       ...(record.reason ? { reason: record.reason } : {}),
     });
   }
-  if (!replay && record.deploymentId) c.get("wakeRunner")();
+  if (!replay && record.deploymentId) {
+    c.get("wakeRunner")();
+    // No caller: a push is the system's doing, on the project's organization.
+    await recordAudit(c, {
+      orgId: hook.orgId,
+      action: "deployment.created",
+      target: { kind: "deployment", id: record.deploymentId },
+      details: { projectId: hook.projectId, trigger: "push", commit: record.commit ?? null },
+    });
+  }
   return respond(answerOf(record, replay));
 });

@@ -14,11 +14,12 @@ import { apiTokens, auditLog } from "../../../shared/db/schema";
 import { newId } from "../../../shared/ids";
 import { deploymentHelpers } from "../../support/deployments";
 import { gitServerControl } from "../../support/git-control";
+import { delivery, hostsAt, post, seedPushHook } from "../../support/git-hooks";
 import { expectBody, expectProblem, expectStatus, type Member, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { currentRuntime, useRuntimeHarness } from "../../support/runtime";
 
-const h = useRuntimeHarness();
+const h = useRuntimeHarness({ env: hostsAt(inject("gitServerUrl")) });
 const { create, call } = projectHelpers(h);
 const { queue, act, seedQueued, runToReady } = deploymentHelpers(h);
 const control = gitServerControl(inject("gitServerUrl"));
@@ -165,6 +166,26 @@ describe("audit log", () => {
     expect((await entries(t, "?targetKind=project&action=project.created")).length).toBe(3);
     expect(await entries(t, "?action=project.deleted")).toEqual([]);
     await expectProblem(await audit(t, "?action=project.exploded"), 400, "action");
+  });
+
+  it("a push that queues a deployment is recorded as the system's", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    const repo = await control.createRepo();
+    const { hookId, secret } = await seedPushHook(h, t, p, { owner: repo.owner, repo: repo.repo, provider: "gitea" });
+    const d = await delivery("gitea", secret, { kind: "push", ref: "refs/heads/main", commit: repo.branches.main! });
+    const answer = await expectStatus(await post(h, hookId, d), 202);
+    expect(answer.outcome).toBe("deploy_queued");
+    const [row] = await entries(t, "?action=deployment.created");
+    expect(row).toMatchObject({
+      actor: { kind: "system", userId: null, tokenId: null },
+      target: { kind: "deployment", id: answer.deploymentId },
+      clientAddress: null,
+      details: { projectId: p.id, trigger: "push" },
+    });
+    // A redelivery queues nothing and records nothing.
+    await expectStatus(await post(h, hookId, d), 202);
+    expect(await entries(t, "?action=deployment.created")).toHaveLength(1);
   });
 
   it("a refused change leaves no row (the row and the change are one transaction)", async () => {
