@@ -16,11 +16,14 @@ export default defineConfig({
     // dump, one S3, git and server-edge host, instead of one of each per project.
     globalSetup: ["test/setup/databases.ts", "test/setup/s3.ts", "test/setup/git.ts", "test/setup/server-edge.ts"],
     // vitest's default is one worker on 2 cores (cores - 1): no file's waits (stream re-checks, retries,
-    // timeouts) would overlap another's work. Most of a file's time is spent waiting, so two run at once.
+    // timeouts) would overlap another's work. Most of a shared suite's time is spent waiting, so two run at once.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
-        test: { name: "node", include: ["test/node/**/*.test.ts"], ...timeouts },
+        // One file at a time, alone (vitest runs a project of one worker in a sequential group after the
+        // others): several Node files bound their timings (scan linearity, edge rule order, log tail
+        // speed) for a loaded 2-core machine, not for sharing it with a second file.
+        test: { name: "node", include: ["test/node/**/*.test.ts"], maxWorkers: 1, ...timeouts },
       },
       {
         // Shared suites open everything they use in their own harness (beforeAll/afterAll) and never mock
