@@ -1,5 +1,6 @@
 /** What the benchmark scripts share: bounded integer settings, the admin connection, the server compiled as npm start runs it. */
 import type { ChildProcess } from "node:child_process";
+import { Agent, request } from "node:http";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -109,4 +110,52 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** Keep-alive, like a browser or a load generator: the latencies are the servers', not TCP handshakes. */
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/**
+ * GET over node:http, Host header as given: fetch() replaces a Host header with the URL's
+ * authority, so a request "to an app through the edge" would reach the API's console instead.
+ */
+export function httpGet(url: string, host?: string): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, agent: keepAlive, headers: host ? { host } : {} }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const percentileOf = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+
+/**
+ * `requests` sequential GETs (after 20 unmeasured), p50 and p99 in ms; every answer must be a 200 with
+ * `expectedBody` when given (the app's own answer, not a page of the API or the edge).
+ */
+export async function sequentialLatency(
+  url: string,
+  requests: number,
+  opts: { host?: string; expectedBody?: string } = {},
+): Promise<{ p50: number; p99: number }> {
+  const times: number[] = [];
+  for (let i = -20; i < requests; i++) {
+    const t = performance.now();
+    const res = await httpGet(url, opts.host);
+    const took = performance.now() - t;
+    if (res.status !== 200) throw new Error(`${url} (Host ${opts.host ?? "as the URL"}): ${res.status}`);
+    if (opts.expectedBody !== undefined && res.body !== opts.expectedBody) {
+      throw new Error(`${url} (Host ${opts.host ?? "as the URL"}) answered something else than the app: ${res.body.slice(0, 200)}`);
+    }
+    if (i >= 0) times.push(took);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentileOf(times, 0.5), p99: percentileOf(times, 0.99) };
 }

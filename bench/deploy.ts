@@ -32,7 +32,7 @@ import { follow } from "../functions/cli/sse";
 import { freshDatabase } from "../test/support/fresh-database";
 import { startGitServer } from "../test/support/git-server";
 import { pushApp, REGISTRY_DEPENDENCY_PACKAGE } from "../test/support/runner-harness";
-import { report } from "./common";
+import { httpGet, report, sequentialLatency } from "./common";
 
 const run = promisify(execFile);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -107,21 +107,6 @@ async function byHand(url: string, sha: string): Promise<number> {
   process.kill(-app.pid!, "SIGKILL");
   rmSync(dir, { recursive: true, force: true });
   return took;
-}
-
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
-
-/** Sequential GETs: p50 and p99 in ms. */
-async function latency(url: string, host?: string): Promise<{ p50: number; p99: number }> {
-  const times: number[] = [];
-  for (let i = -20; i < REQUESTS; i++) {
-    const t = performance.now();
-    const res = await fetch(url, { headers: host ? { host } : {} });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${url} (${host}): ${res.status}`);
-    if (i >= 0) times.push(performance.now() - t);
-  }
-  return { p50: pct(times, 0.5), p99: pct(times, 0.99) };
 }
 
 interface BenchServer {
@@ -254,8 +239,11 @@ async function main() {
         const project = (await server.api(`/api/projects/${server.projectId}`)) as { routes: { free: { hostname: string } } };
         const [d] = ((await server.api(`/api/projects/${server.projectId}/deployments?limit=1`)) as { items: Array<{ id: string }> }).items;
         const port = await server.portOf(d!.id);
-        const edge = await latency(`${server.url}/`, project.routes.free.hostname);
-        const direct = port ? await latency(`http://127.0.0.1:${port}/`) : { p50: Number.NaN, p99: Number.NaN };
+        if (!port) throw new Error(`${server.label}: the current deployment has no port`);
+        // Every answer must be the app's own (not a page of the API or the edge).
+        const { body } = await httpGet(`http://127.0.0.1:${port}/`);
+        const edge = await sequentialLatency(`${server.url}/`, REQUESTS, { host: project.routes.free.hostname, expectedBody: body });
+        const direct = await sequentialLatency(`http://127.0.0.1:${port}/`, REQUESTS, { expectedBody: body });
         if (round > 0) rounds[server.label as "sandbox" | "unconfined"].push({ edge: edge.p50, direct: direct.p50 });
       }
     }

@@ -5,7 +5,8 @@
  * with loadNodeConfig, as `npm start` runs it) on the Postgres database the
  * parent created, runner off, logs silent.
  *
- * Environment (set by the parent): BENCH_DB_URL, BENCH_DATA_DIR, BENCH_OWNER_TOKEN.
+ * Environment (set by the parent): BENCH_DB_URL, BENCH_DATA_DIR, BENCH_OWNER_TOKEN, and
+ * BENCH_SERVER_ENV (optional: JSON of more configuration variables).
  *
  * IPC: sends {type:"ready", url}; answers {type:"reset"} and {type:"stats"} with
  * the process's CPU time and event-loop utilization since the last reset.
@@ -34,6 +35,8 @@ async function main() {
       SHARED_DOMAIN: "apps.test",
       RUNNER: "off",
       LOG_LEVEL: "silent",
+      // What a benchmark adds (bench/runners.ts: OUTBOUND_ALLOW_PRIVATE for its loopback build server).
+      ...(JSON.parse(process.env.BENCH_SERVER_ENV ?? "{}") as Record<string, string>),
     }),
     () => {},
   );
