@@ -1,6 +1,6 @@
 /**
- * The numbers behind the notification rate limits (documented in the README,
- * "Notifications"). E-mail and webhooks reach addresses the tenant chose, with
+ * The numbers behind the notification rate limits (documented in docs/notifications.md,
+ * "Rate limits"). E-mail and webhooks reach addresses the tenant chose, with
  * text the tenant wrote, from our servers: limits bound what one channel and
  * one organization can make us send. in_app sends reach only our own feed and
  * are not limited.

@@ -21,7 +21,7 @@
  * exits and the kernel kills whatever else is left in the pid namespace.
  *
  * The network namespace is the host's: apps listen for the edge on loopback and
- * builds reach the package registry (see the README, Sandbox).
+ * builds reach the package registry (see docs/runner.md, Sandbox).
  */
 
 export interface BwrapLayout {

@@ -153,7 +153,7 @@ export async function createSandbox(settings: SandboxSettings, key: string, env:
       );
     if (process.getuid?.() !== 0)
       throw new SandboxUnavailable(
-        "The runner's sandbox needs root (it mounts a private file system for each process and switches to a per-project uid). Run the runner as root, or set RUNNER_SANDBOX=off (only code you trust); see the README, Sandbox.",
+        "The runner's sandbox needs root (it mounts a private file system for each process and switches to a per-project uid). Run the runner as root, or set RUNNER_SANDBOX=off (only code you trust); see docs/runner.md#sandbox.",
       );
     layoutBase = { bwrap: bwrap!, setpriv: setpriv!, toolchain, npmrc, tmpBytes: TMP_BYTES };
     await smokeTest(layoutBase, settings.uidRange.first);
