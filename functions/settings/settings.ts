@@ -93,7 +93,7 @@ const setForwardGit = defineRoute({
   path: "/settings/forward-git",
   summary: "Enable or disable forwarding the local git identity to build servers",
   description:
-    "When on, a server-side clone tunnels the local git identity over SSH for the clone only; nothing is stored on the server. Replaces the former per-deploy `forwardGitCredentials` flag.",
+    "When on, `wsp deploy` of a git project reads your local git credential for the repository's host (`git credential fill`, never prompting) and sends it with the deployment (`gitCredential` on POST /api/deployments): held encrypted for that job only, used for its clone in place of the clone token, and deleted when the clone starts, the job ends, or after 30 minutes. Off: no credential is read or taken; the project's or your Settings clone token is used. Replaces the former per-deploy `forwardGitCredentials` flag.",
   request: { body: jsonRequest(ForwardGitBody) },
 });
 
