@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { type BenchResult, RESULT_MARKER } from "./common";
 
 /** Every benchmark script, in the order they run (cheap ones first). */
-const BENCHMARKS = ["settings", "start", "git-ls-remote", "upload", "notifications-fanout", "log-ingest", "console", "edge", "deploy", "runners"];
+const BENCHMARKS = ["settings", "start", "git-ls-remote", "upload", "notifications-fanout", "log-ingest", "console", "edge", "deploy", "runners", "newcomer"];
 
 const only = process.env.BENCH_ONLY?.split(",")
   .map((s) => s.trim())

@@ -17,6 +17,12 @@ describe("runner settings", () => {
     expect(loadNodeConfig({ RUNNER_SANDBOX: "off" }).runner.sandbox.enabled).toBe(false);
   });
 
+  it("DATA_DIR is made absolute (the default ./data included): the sandbox binds paths under it, and bubblewrap refuses relative ones", () => {
+    expect(loadNodeConfig({}).dataDir).toBe(join(process.cwd(), "data"));
+    expect(loadNodeConfig({ DATA_DIR: "some/where" }).dataDir).toBe(join(process.cwd(), "some", "where"));
+    expect(loadNodeConfig({ DATA_DIR: dir }).dataDir).toBe(dir);
+  });
+
   it("refuses a uid range holding 0, a system uid or the server's own uid", () => {
     expect(() => loadNodeConfig({ RUNNER_UID_RANGE: "0-100" })).toThrow("RUNNER_UID_RANGE");
     expect(() => loadNodeConfig({ RUNNER_UID_RANGE: "5000-4000" })).toThrow("RUNNER_UID_RANGE");
