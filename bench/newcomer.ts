@@ -57,7 +57,9 @@ async function main() {
   const home = join(work, "home");
   mkdirSync(home);
   const clone = join(work, "workspace-service");
-  const env = { ...process.env, HOME: home, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
+  // A newcomer's shell: none of the npm_* / INIT_CWD variables this script inherits when npm started it.
+  const shell = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("npm_") && k !== "INIT_CWD"));
+  const env = { ...shell, HOME: home, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
   const steps: Array<[string, number]> = [];
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const t = performance.now();

@@ -66,8 +66,12 @@ export const str = (ctx: Ctx, name: string) => {
 };
 export const flag = (ctx: Ctx, name: string) => ctx.values[name] === true;
 
-/** Where the user ran wsp: `INIT_CWD` under `npm run` (npm runs scripts from the package root), else the working directory. */
-export const cwdOf = (io: Io) => io.env.INIT_CWD || io.cwd || process.cwd();
+/**
+ * Where the user ran wsp: `INIT_CWD` when npm runs wsp itself (`npm run wsp`: npm runs scripts from the package
+ * root), else the working directory. INIT_CWD alone is not enough: any npm script sets it, and a wsp started by
+ * one (`"deploy": "cd site && wsp deploy"`) inherits the outer folder, which would be packed instead.
+ */
+export const cwdOf = (io: Io) => (io.env.INIT_CWD && io.env.npm_lifecycle_event === "wsp" ? io.env.INIT_CWD : undefined) || io.cwd || process.cwd();
 export const pathFrom = (io: Io, path: string) => (isAbsolute(path) ? path : resolve(cwdOf(io), path));
 
 /** Prints the answer: JSON with --json, else the human text. */

@@ -52,7 +52,7 @@ export const USAGE = `Usage: wsp <command> [options]
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(9)}  ${c.summary}\n`).join("")}  runner     ${RUNNER_SUMMARY}
 ${GLOBAL_HELP}
-Paths are resolved from the folder wsp was run in ($INIT_CWD under npm run).
+Paths are resolved from the folder wsp was run in ($INIT_CWD under npm run wsp).
 wsp login saves the sign-in in $XDG_CONFIG_HOME/wsp/config.json (else
 ~/.config/wsp/config.json), mode 0600. A folder is bound to its project in
 .wsp/project.json (wsp link, or its first wsp deploy).

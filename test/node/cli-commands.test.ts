@@ -182,7 +182,7 @@ suite("wsp in a linked folder", () => {
     const { orgId, env: config } = await tenant("Env tenant");
     const project = await api<{ id: string; slug: string }>("/api/projects", { body: { name: "Env app" }, org: orgId });
     const folder = tempDir("ws-cli-cmd-app-");
-    const env = { ...config, INIT_CWD: folder };
+    const env = { ...config, INIT_CWD: folder, npm_lifecycle_event: "wsp" };
 
     const linked = await run(["link", project.slug], env);
     expect(linked.code, linked.err).toBe(0);
@@ -237,7 +237,7 @@ suite("wsp in a linked folder", () => {
     const { orgId, env: config } = await tenant("Domains tenant");
     const project = await api<{ id: string; slug: string }>("/api/projects", { body: { name: "Domains app" }, org: orgId });
     const folder = tempDir("ws-cli-cmd-app-");
-    const env = { ...config, INIT_CWD: folder };
+    const env = { ...config, INIT_CWD: folder, npm_lifecycle_event: "wsp" };
     expect((await run(["link", project.id], env)).code).toBe(0);
 
     const add = await run(["domains", "add", `${project.slug}.example.com`], env);
@@ -275,7 +275,7 @@ suite("wsp in a linked folder", () => {
       )[0]!;
     const older = await ready(false, new Date(Date.now() - 60_000));
     const newer = await ready(true, new Date());
-    const env = { ...config, INIT_CWD: tempDir("ws-cli-cmd-app-") };
+    const env = { ...config, INIT_CWD: tempDir("ws-cli-cmd-app-"), npm_lifecycle_event: "wsp" };
     expect((await run(["link", project.id], env)).code).toBe(0);
 
     const back = await run(["rollback", "--json"], env);
@@ -299,7 +299,7 @@ suite("wsp as a process", () => {
     // npm runs the script from the package root and says where it was run in INIT_CWD.
     const child = spawn(process.execPath, [join(process.cwd(), "functions/cli/wsp.mjs"), "deploy", "--no-wait", "--json"], {
       cwd: process.cwd(),
-      env: { PATH: process.env.PATH, ...config, INIT_CWD: app },
+      env: { PATH: process.env.PATH, ...config, INIT_CWD: app, npm_lifecycle_event: "wsp" },
     });
     let out = "";
     let err = "";
@@ -311,6 +311,19 @@ suite("wsp as a process", () => {
     expect(JSON.parse(out)).toMatchObject({ name: basename(app), deployment: { status: "queued" } });
     expect(existsSync(join(app, ".wsp/project.json"))).toBe(true);
     expect(existsSync(join(process.cwd(), ".wsp"))).toBe(false);
+
+    // Started by another npm script (`"deploy": "cd site && wsp deploy"`), INIT_CWD is that script's folder, not where wsp runs.
+    const site = tempDir("ws-cli-cmd-site-");
+    writeFileSync(join(site, "index.html"), "<p>site</p>");
+    const nested = spawn(process.execPath, [join(process.cwd(), "functions/cli/wsp.mjs"), "deploy", "--no-wait", "--json"], {
+      cwd: site,
+      env: { PATH: process.env.PATH, ...config, INIT_CWD: app, npm_lifecycle_event: "deploy" },
+    });
+    let nestedOut = "";
+    nested.stdout.on("data", (d) => (nestedOut += d));
+    expect(await new Promise<number | null>((resolve) => nested.on("close", resolve))).toBe(0);
+    expect(JSON.parse(nestedOut)).toMatchObject({ name: basename(site) });
+    expect(existsSync(join(site, ".wsp/project.json"))).toBe(true);
   }, 90_000);
 });
 
