@@ -22,7 +22,11 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
   HOST: z.string().min(1).default("127.0.0.1"),
   // Absolute from here on: the sandbox binds paths under it, and bubblewrap refuses a relative source path.
-  DATA_DIR: z.string().min(1).default("./data").transform((p) => resolve(p)),
+  DATA_DIR: z
+    .string()
+    .min(1)
+    .default("./data")
+    .transform((p) => resolve(p)),
   DATABASE_URL: z.string().url().optional(),
   SECRET_KEYS: z.string().min(1).optional(),
   SECRET_KEYS_FILE: z.string().min(1).optional(),
