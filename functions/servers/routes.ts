@@ -27,6 +27,7 @@ import { emitNotificationEvent } from "../notifications/fanout";
 import { createServer, deleteServer, findServer, listServers, runningOn, type ServerRow, type StoppedDeployment, updateServer } from "./store";
 import type { Running } from "./schema";
 import { publicUrlRefusal } from "./public-url-guard";
+import { withAudit } from "../operations/audit/record";
 
 const TAGS = ["Build servers"];
 const ServerParam = z.object({ id: pathId("id", "The server id (`srv_…`)") });
@@ -173,7 +174,11 @@ export const serversRouter = createRouter()
     const caller = callerOf(c);
     const now = c.get("clock")();
     await takeRegistration(c, caller.orgId, now);
-    const { row, token } = await createServer(c.get("db"), c.get("keyring"), { orgId: caller.orgId, userId: caller.userId, ...body }, now);
+    const { row, token } = await withAudit(
+      c,
+      (tx) => createServer(tx, c.get("keyring"), { orgId: caller.orgId, userId: caller.userId, ...body }, now),
+      ({ row }) => ({ action: "server.registered", target: { kind: "server", id: row.id }, details: { name: row.name, labels: row.labels } }),
+    );
     return c.json({ ...view(row, [], now), token }, 201);
   })
   .openapi(list, async (c) => {
@@ -194,14 +199,26 @@ export const serversRouter = createRouter()
     return c.json(await viewOne(c, row), 200);
   })
   .openapi(patch, async (c) => {
-    checkPublicUrl(c, c.req.valid("json").publicUrl);
-    const row = await updateServer(c.get("db"), callerOf(c).orgId, c.req.valid("param").id, c.req.valid("json"), c.get("clock")());
+    const patch = c.req.valid("json");
+    checkPublicUrl(c, patch.publicUrl);
+    const row = await withAudit(
+      c,
+      (tx) => updateServer(tx, callerOf(c).orgId, c.req.valid("param").id, patch, c.get("clock")()),
+      (updated) => (updated ? { action: "server.updated", target: { kind: "server", id: updated.id }, details: { fields: Object.keys(patch) } } : null),
+    );
     if (!row) throw notFound("Server");
     return c.json(await viewOne(c, row), 200);
   })
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
-    const result = await deleteServer(c.get("db"), callerOf(c).orgId, id, c.get("clock")());
+    const result = await withAudit(
+      c,
+      (tx) => deleteServer(tx, callerOf(c).orgId, id, c.get("clock")()),
+      (deleted) =>
+        deleted
+          ? { action: "server.deleted", target: { kind: "server", id }, details: { requeued: deleted.requeued.length, stopped: deleted.stopped.length } }
+          : null,
+    );
     if (!result) throw notFound("Server");
     if (result.requeued.length > 0) c.get("wakeRunner")();
     await announceStopped(c, result.stopped);

@@ -188,6 +188,23 @@ describe("audit log", () => {
     expect(await entries(t, "?action=deployment.created")).toHaveLength(1);
   });
 
+  it("build servers: registered, updated and deleted, each one row (never the runner token)", async () => {
+    const t = await seedTenant(h);
+    const res = await h.request("/api/servers", { method: "POST", token: t.token, json: { name: "builder", labels: ["gpu"] } });
+    expect(res.status).toBe(201);
+    const created = (await res.json()) as { id: string; token: string };
+    await expectStatus(await h.request(`/api/servers/${created.id}`, { method: "PATCH", token: t.token, json: { name: "builder-2" } }), 200);
+    await expectStatus(await h.request(`/api/servers/${created.id}`, { method: "DELETE", token: t.token }), 200);
+    const rows = await entries(t, "?targetKind=server");
+    expect(rows.map((r) => [r.action, r.target])).toEqual([
+      ["server.deleted", { kind: "server", id: created.id }],
+      ["server.updated", { kind: "server", id: created.id }],
+      ["server.registered", { kind: "server", id: created.id }],
+    ]);
+    expect(rows[1]!.details).toEqual({ fields: ["name"] });
+    expect(JSON.stringify(rows)).not.toContain(created.token);
+  });
+
   it("a refused change leaves no row (the row and the change are one transaction)", async () => {
     const t = await seedTenant(h);
     await expectProblem(await h.request(`/api/orgs/${t.orgId}/members/${t.userId}`, { method: "DELETE", token: t.token }), 409);
