@@ -82,6 +82,7 @@ export function createApp(deps: AppDeps) {
     c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
     c.set("wakeRunner", services.wakeRunner ?? (() => {}));
     c.set("logFeed", services.logFeed);
+    c.set("jobFeed", services.jobFeed);
     c.set("edgeRoutes", services.edgeRoutes);
     c.set("authCache", services.authCache);
     c.set("uploads", services.uploads);

@@ -30,6 +30,7 @@ import { createLocalFolders, localFoldersRouter } from "../local-folders";
 import { cloudRouter, createCloudService, linkFromEnvironment } from "../cloud";
 import { useGuardedCloudTransport } from "../cloud/transport";
 import { createLogFeed } from "../../shared/logs/feed";
+import { createWakeFeed, JOBS_QUEUED } from "../../shared/wake-feed";
 import { startRetentionSweeper } from "../operations/retention/sweeper";
 import { createLogWriter } from "../logs/writer";
 import { listenPgliteChannel, listenPostgresChannel } from "../../shared/db/listen";
@@ -100,6 +101,8 @@ export async function createNodeServices(
 
   // Log lines (build and runtime) go through one batching writer; stored lines wake the log streams.
   const logFeed = createLogFeed();
+  // Build servers' waiting claims wake when this process queues a deployment (functions/servers/runner-jobs.ts).
+  const jobFeed = createWakeFeed();
   const writer = createLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
 
@@ -188,7 +191,11 @@ export async function createNodeServices(
       outbound,
       mailer,
       wakeDeliveries,
-      wakeRunner: runner ? () => runner.wake() : () => {},
+      wakeRunner: () => {
+        runner?.wake();
+        jobFeed.notify([JOBS_QUEUED]);
+      },
+      jobFeed,
       logFeed,
       localFolders: createLocalFolders({ roots: config.localRoots, uploads }),
       cloud: createCloudService({ db: database.db, keyring, beforeTransferStep: overrides.beforeTransferStep }),

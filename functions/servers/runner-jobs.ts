@@ -53,10 +53,17 @@ import {
   SourceLinkSchema,
 } from "./runner-jobs-schema";
 import { findServer, recordHeartbeat } from "./store";
+import { JOBS_QUEUED } from "../../shared/wake-feed";
 
 const TAGS = ["Runner protocol"];
 /** How often a waiting claim looks again: a job queued meanwhile is claimed within this (plus the query). */
 const CLAIM_POLL_MS = 300;
+/**
+ * Where a job feed wakes claims (the Node adapter: a deployment this process queues), the poll only covers what
+ * other processes queued and leases that ran out: every idle runner's claim then costs the API a query a second,
+ * not three.
+ */
+const CLAIM_POLL_WITH_FEED_MS = 1000;
 
 export const NOT_YOURS = {
   description: "Not this server's (anymore): the lease is another's, or the job was canceled or finished. The runner stops working on it; do not retry.",
@@ -117,7 +124,7 @@ const claim = defineRoute({
   path: "/runner/claim",
   tags: TAGS,
   summary: "Claim one job (long poll)",
-  description: `Runner token only. Claims the oldest deployment this server may build: placed on a server (\`placement: server\`), of its organization, and either placed on this server (\`serverId\`) or on any server whose labels include all of the deployment's \`serverLabels\`. A deployment whose lease ran out (its server died) is taken over. Nothing while the server is draining. Waits up to \`wait\` seconds (at most ${MAX_CLAIM_WAIT_S}) for one, looking again every ${CLAIM_POLL_MS} ms; 204 when none came. The claimed job is \`building\` under a ${LEASE_MS / 1000} s lease held by this server (\`claimedBy\` = its id): renew it every ${LEASE_MS / 3000} s. Two servers claiming at once never get the same job; a job whose answer was lost is claimable again when its lease runs out. Records the time like a heartbeat.`,
+  description: `Runner token only. Claims the oldest deployment this server may build: placed on a server (\`placement: server\`), of its organization, and either placed on this server (\`serverId\`) or on any server whose labels include all of the deployment's \`serverLabels\`. A deployment whose lease ran out (its server died) is taken over. Nothing while the server is draining. Waits up to \`wait\` seconds (at most ${MAX_CLAIM_WAIT_S}) for one, looking again every ${CLAIM_POLL_MS} ms (on a self-hosted instance: at once when it queues a deployment, and every ${CLAIM_POLL_WITH_FEED_MS} ms for what another process queued); 204 when none came. The claimed job is \`building\` under a ${LEASE_MS / 1000} s lease held by this server (\`claimedBy\` = its id): renew it every ${LEASE_MS / 3000} s. Two servers claiming at once never get the same job; a job whose answer was lost is claimable again when its lease runs out. Records the time like a heartbeat.`,
   permission: "runner",
   request: { query: ClaimQuery },
   responses: {
@@ -312,7 +319,9 @@ export const runnerJobsRouter = createRouter()
       if (d) return c.json(runnerDeployment(d), 200);
       const left = deadline - Date.now();
       if (left <= 0 || c.req.raw.signal?.aborted) return c.body(null, 204);
-      await sleep(Math.min(CLAIM_POLL_MS, left));
+      const feed = c.get("jobFeed");
+      if (feed) await feed.wait(JOBS_QUEUED, Math.min(CLAIM_POLL_WITH_FEED_MS, left), c.req.raw.signal);
+      else await sleep(Math.min(CLAIM_POLL_MS, left));
       server = await findServer(db, orgId, serverId);
     }
   })

@@ -1,6 +1,7 @@
 /** The one `AppEnv` of every router: bindings and per-request variables. */
 import type { Context } from "hono";
 import type { AuthCache } from "../auth/auth-cache";
+import type { WakeFeed } from "../wake-feed";
 import type { LogFeed } from "../logs/feed";
 import type { Keyring } from "../crypto/keyring";
 import type { Db } from "../db/types";
@@ -77,6 +78,8 @@ export interface RequestServices {
   wakeRunner?: () => void;
   /** Wakes log streams when lines are stored (Node adapter); absent on the Worker, whose streams poll. */
   logFeed?: LogFeed;
+  /** Wakes build servers' waiting claims when a deployment is queued (JOBS_QUEUED; Node adapter); absent on the Worker, whose claims poll. */
+  jobFeed?: WakeFeed;
   /** The self-hosted edge's routes: whether it serves a project's hostname now (after reloading the project). Absent on the Worker. */
   edgeRoutes?: EdgeRoutes;
   /** Cached token lookups (Node adapter); absent on the Worker, which asks the database every time. */
@@ -139,6 +142,7 @@ export interface AppEnv {
     wakeDeliveries: () => void;
     wakeRunner: () => void;
     logFeed: LogFeed | undefined;
+    jobFeed: WakeFeed | undefined;
     edgeRoutes: EdgeRoutes | undefined;
     authCache: AuthCache | undefined;
     uploads: UploadStorage | undefined;
