@@ -2,9 +2,10 @@
 /**
  * The console's entry: who is signed in (GET /api/me), the shell (organization switcher,
  * sign-out), and a hash router: #/sign-in, #/projects, #/projects/<id>, #/projects/<id>/deployments, #/settings,
- * #/notifications. Hash routes keep every page at `/`, so both runtimes serve one file.
+ * #/notifications, #/audit. Hash routes keep every page at `/`, so both runtimes serve one file.
  */
 import { activeOrganization, api, ApiError, onSessionEnded, rememberOrganization } from "./api.js";
+import { auditPage } from "./audit.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
 import { deploymentsPage } from "./deployments.js";
@@ -82,6 +83,7 @@ function renderShell(who) {
         h("li", {}, link("projects", "Projects")),
         h("li", {}, link("settings", "Settings")),
         h("li", {}, link("notifications", "Notifications", unseenBadge(who.tags.includes("notifications:read")))),
+        who.tags.includes("org:admin") ? h("li", {}, link("audit", "Audit log")) : null,
       ),
     ),
     h(
@@ -141,6 +143,7 @@ async function route() {
   else if (page === "projects") await projectsPage(view, ctx);
   else if (page === "settings") await settingsPage(view, ctx);
   else if (page === "notifications") await notificationsPage(view, ctx);
+  else if (page === "audit") await auditPage(view, ctx);
   else {
     document.title = "Not found · Workspace";
     view.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));
