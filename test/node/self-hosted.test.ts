@@ -140,7 +140,7 @@ describe("self-hosted adapter on PGlite", () => {
   it("rejects a short WORKSPACE_OWNER_TOKEN and a bad PORT at start", () => {
     expect(() => loadNodeConfig({ WORKSPACE_OWNER_TOKEN: "short" })).toThrow(/at least 32/);
     expect(() => loadNodeConfig({ PORT: "http" })).toThrow(/PORT/);
-    expect(loadNodeConfig({})).toMatchObject({ port: 8787, host: "127.0.0.1", dataDir: "./data" });
+    expect(loadNodeConfig({})).toMatchObject({ port: 8787, host: "127.0.0.1", dataDir: join(process.cwd(), "data") });
   });
 });
 
@@ -395,12 +395,13 @@ registerHooks({ resolve(specifier, context, next) { const r = next(specifier, co
 });
 
 describe("the npm start launcher", () => {
-  /** A project of its own: the launcher, an entry that prints what shared/ holds, and the repository's node_modules. */
+  /** A project of its own: the launcher (with its build options), an entry that prints what shared/ holds, and the repository's node_modules. */
   function project() {
     const root = tempDir();
     mkdirSync(join(root, "functions"));
     mkdirSync(join(root, "shared"));
     copyFileSync("functions/start.mjs", join(root, "functions", "start.mjs"));
+    copyFileSync("functions/node-bundle.mjs", join(root, "functions", "node-bundle.mjs"));
     writeFileSync(join(root, "functions", "node.ts"), `import { version } from "../shared/version";\nconsole.log("running " + version);\n`);
     writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module" }));
     symlinkSync(join(process.cwd(), "node_modules"), join(root, "node_modules"));
