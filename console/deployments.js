@@ -375,14 +375,26 @@ function historySection(base, opts) {
     return /** @type {Deployment[]} */ (page.items);
   };
 
-  /** Reads the first page again (rows replaced); resolves to the newest deployment. */
+  const LOADING = "Loading deployments…";
+  const EMPTY = "No deployments yet.";
+  /**
+   * Reads the first page again (rows replaced); resolves to the newest deployment. An action's outcome
+   * ("… canceled.") stays: a reload the build-log stream's end starts at the same moment must not wipe it.
+   */
   const reload = async () => {
-    status.textContent = "Loading deployments…";
+    if (!status.textContent) status.textContent = LOADING;
     try {
       const items = await load(null);
+      // A reload in the background (the build's end) keeps the keyboard where it was: on the same row.
+      const focused = document.activeElement?.closest("tr")?.getAttribute("data-deployment");
       body.replaceChildren();
       addRows(items);
-      status.textContent = items.length === 0 ? "No deployments yet." : "";
+      if (focused) {
+        const again = /** @type {HTMLElement | null} */ (body.querySelector(`button[data-id="${CSS.escape(focused)}"]`));
+        again?.focus();
+      }
+      if (items.length === 0) status.textContent = EMPTY;
+      else if (status.textContent === LOADING || status.textContent === EMPTY) status.textContent = "";
       return items[0];
     } catch (e) {
       status.textContent = explain(e);
@@ -398,6 +410,7 @@ function historySection(base, opts) {
   });
   refresh.addEventListener("click", () => {
     refusals.clear();
+    status.textContent = "";
     void reload();
   });
 

@@ -3,7 +3,8 @@
  * config's globalSetup, see vitest.config.ts):
  * - a migrated template database, named to the test processes in TEST_PG_TEMPLATE_URL:
  *   freshDatabase({ migrate: true }) copies it instead of replaying every migration.
- * - a fresh Postgres database per run (a copy of the template), on TEST_DATABASE_URL's server
+ * - two fresh Postgres databases per run (copies of the template: one for the Node projects, one
+ *   for the Worker's, which runs the same suites at the same time), on TEST_DATABASE_URL's server
  *   (default: the local server, trust auth). When no Postgres answers and CI is
  *   not set, the Node+Postgres and Worker suites report themselves skipped, with a
  *   warning (a PGlite served over the wire protocol cannot stand in: it shares one
@@ -23,6 +24,8 @@ import { databaseTarget, startWsProxy } from "../../shared/db/ws-proxy";
 declare module "vitest" {
   export interface ProvidedContext {
     pgUrl: string;
+    /** The Worker project's own database: the shared suites run on node-postgres and the Worker at once, and names that are global across tenants (domains, slugs) must not collide between the two. */
+    pgUrlWorker: string;
     pgKind: "postgres" | "none";
     pgliteDump: string;
     wsProxyUrl: string;
@@ -64,8 +67,12 @@ export default async function setup(project: TestProject) {
     const database = await freshDatabase(ADMIN_URL, "ws_test", { migrate: true });
     cleanups.push(database.drop);
     project.provide("pgUrl", database.url);
+    const workerDatabase = await freshDatabase(ADMIN_URL, "ws_test_worker", { migrate: true });
+    cleanups.push(workerDatabase.drop);
+    project.provide("pgUrlWorker", workerDatabase.url);
   } else {
     project.provide("pgUrl", "");
+    project.provide("pgUrlWorker", "");
   }
   project.provide("pgKind", real ? "postgres" : "none");
 

@@ -10,7 +10,7 @@ import type { ProbeApp, ProbeDatabase } from "./probe-apps";
 import { openWorkerHarness } from "./worker-harness";
 
 async function onServer(sqlText: string): Promise<void> {
-  const pool = new Pool({ connectionString: inject("pgUrl") });
+  const pool = new Pool({ connectionString: inject("pgUrlWorker") });
   pool.on("error", () => {});
   try {
     await pool.query(sqlText);
@@ -21,7 +21,7 @@ async function onServer(sqlText: string): Promise<void> {
 
 export async function openProbeApp(database: ProbeDatabase): Promise<ProbeApp> {
   useLocalWsProxy(inject("wsProxyUrl"));
-  const url = new URL(inject("pgUrl"));
+  const url = new URL(inject("pgUrlWorker"));
   if (database === "unreachable") {
     url.pathname = "/no_such_database_for_readyz";
     return openWorkerHarness(undefined, { DATABASE_URL: url.toString() });

@@ -28,7 +28,7 @@ export async function openWorkerHarness(overrides?: WorkerOverrides, vars: Recor
   const worker = createWorker(overrides);
   const bindings = {
     ...env,
-    DATABASE_URL: inject("pgUrl"),
+    DATABASE_URL: inject("pgUrlWorker"),
     NEON_WS_PROXY: inject("wsProxyUrl"),
     SECRET_KEYS: TEST_SECRET_KEYS,
     // Folder uploads: presigned targets on the run's local S3 server (test/setup/s3.ts).
