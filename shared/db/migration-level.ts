@@ -110,6 +110,12 @@ export function refuseNewerDatabase(times: number[], code: readonly CodeMigratio
   );
 }
 
+/** Whether the recorded times hold every migration of the code (start-up: nothing to apply, no migration file to read). */
+export function isCurrent(times: number[], code: readonly CodeMigration[] = CODE_MIGRATIONS): boolean {
+  const had = new Set(times);
+  return code.every((m) => had.has(m.when));
+}
+
 /** Tags of the code's migrations that `before` did not have and `after` has: what a start applied. */
 export function appliedBetween(before: number[], after: number[], code: readonly CodeMigration[] = CODE_MIGRATIONS): string[] {
   const had = new Set(before);

@@ -26,7 +26,7 @@ import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
 import { openPgliteWorker } from "./pglite-client";
-import { appliedBetween, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
+import { appliedBetween, isCurrent, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PgliteDatabase {
   db: Db;
@@ -58,6 +58,9 @@ async function migratePglite(client: PGlite): Promise<string[]> {
   const raw = drizzle(client);
   const before = await readAppliedTimes(raw);
   refuseNewerDatabase(before);
+  // The usual start: every migration of the code is recorded. drizzle's migrate() would then still read and hash
+  // every migration file and apply nothing (it applies only those newer than the newest row), so it is skipped.
+  if (isCurrent(before)) return [];
   await migrate(raw, { migrationsFolder: MIGRATIONS_DIR });
   return appliedBetween(before, await readAppliedTimes(raw));
 }

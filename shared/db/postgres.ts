@@ -5,7 +5,7 @@ import pg from "pg";
 import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
-import { appliedBetween, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
+import { appliedBetween, isCurrent, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PostgresDatabase {
   db: Db;
@@ -46,6 +46,8 @@ export async function migratePostgres(pool: pg.Pool): Promise<string[]> {
     const raw = drizzle(client);
     const before = await readAppliedTimes(raw);
     refuseNewerDatabase(before);
+    // Every migration recorded (the usual start): drizzle would read and hash every file to apply nothing.
+    if (isCurrent(before)) return [];
     await migrate(raw, { migrationsFolder: MIGRATIONS_DIR });
     return appliedBetween(before, await readAppliedTimes(raw));
   } finally {

@@ -132,6 +132,27 @@ describe.runIf(real)("migrations on Postgres", () => {
 });
 
 describe("migrations on PGlite", () => {
+  it("a reopened data directory applies only what it lacks: the newest migration when it is behind by one, nothing when current", async () => {
+    const dataDir = tempDir();
+    const first = await openPglite({ dataDir });
+    expect(first.migrated).toEqual(ALL_TAGS);
+    // Undo the newest migration (0030 creates two tables and nothing else) and its record: one level behind.
+    await first.client.exec('drop table "audit_log"; drop table "job_credentials";');
+    await first.client.query("delete from drizzle.__drizzle_migrations where created_at = $1", [LATEST_MIGRATION.when]);
+    await first.close();
+
+    const behind = await openPglite({ dataDir });
+    expect(behind.migrated).toEqual([LATEST_MIGRATION.tag]);
+    expect((await behind.client.query("select to_regclass('audit_log') is not null as present")).rows).toEqual([{ present: true }]);
+    await behind.close();
+
+    const current = await openPglite({ dataDir });
+    expect(current.migrated).toEqual([]);
+    const times = (await current.client.query<{ at: string }>("select created_at::text as at from drizzle.__drizzle_migrations order by id")).rows;
+    expect(times.map((r) => Number(r.at))).toEqual(CODE_MIGRATIONS.map((m) => m.when));
+    await current.close();
+  });
+
   it("a data directory migrated by a newer version is refused at start, naming both levels", async () => {
     const dataDir = tempDir();
     const config = loadNodeConfig({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", DATA_DIR: dataDir, RUNNER: "off" });
