@@ -3,6 +3,7 @@
  * knows whether requests reach the Node adapter (PGlite or Postgres) or the
  * Worker inside workerd. Every test seeds its own tenant.
  */
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach } from "vitest";
 import { z } from "zod";
 import type { Role } from "../../shared/auth/permissions";
@@ -156,19 +157,38 @@ export async function expectProblem(res: Response, status: number, field?: strin
   return problem;
 }
 
-/** Every row of every table as text, for proving a secret is not stored in the clear. */
-export async function dumpAllTables(h: Harness): Promise<string> {
-  const tables = await h.db.execute<{ table_name: string }>(
-    "select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'" as never,
-  );
-  const rows = (tables as unknown as { rows?: { table_name: string }[] }).rows ?? (tables as unknown as { table_name: string }[]);
+/** The public schema's tables. */
+async function tableNames(db: Db): Promise<string[]> {
+  const res = await db.execute(sql`select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`);
+  return ((res as unknown as { rows?: { table_name: string }[] }).rows ?? (res as unknown as { table_name: string }[])).map((r) => r.table_name);
+}
+
+/**
+ * Every row of every table as text, for proving a secret is not stored in the
+ * clear. For a database shared by a whole test run (the shared suites on
+ * Postgres and the Worker) use `storedIn`, which searches where the rows are
+ * instead of transferring them all.
+ */
+export async function dumpAllTables(h: Pick<Harness, "db">): Promise<string> {
   let out = "";
-  for (const { table_name } of rows) {
-    const res = await h.db.execute(`select row_to_json(t)::text as j from "${table_name}" t` as never);
+  for (const table of await tableNames(h.db)) {
+    const res = await h.db.execute(sql.raw(`select row_to_json(t)::text as j from "${table}" t`));
     const list = (res as unknown as { rows?: { j: string }[] }).rows ?? (res as unknown as { j: string }[]);
     for (const r of list) out += `${r.j}\n`;
   }
   return out;
+}
+
+/**
+ * The tables holding a row whose JSON text contains `needle`, searched in the
+ * database in one statement: `expect(await storedIn(h, secret)).toEqual([])`.
+ */
+export async function storedIn(h: Pick<Harness, "db">, needle: string): Promise<string[]> {
+  const probes = (await tableNames(h.db)).map(
+    (table) => sql`select ${table}::text as t where exists (select 1 from ${sql.raw(`"${table}"`)} x where strpos(row_to_json(x)::text, ${needle}::text) > 0)`,
+  );
+  const res = await h.db.execute(sql.join(probes, sql` union all `));
+  return ((res as unknown as { rows?: { t: string }[] }).rows ?? (res as unknown as { t: string }[])).map((r) => r.t).sort();
 }
 
 /**

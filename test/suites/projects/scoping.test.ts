@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { newId } from "../../../shared/ids";
-import { dumpAllTables, expectProblem, expectStatus, seedTenant } from "../../support/harness";
+import { storedIn, expectProblem, expectStatus, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
 
@@ -127,10 +127,9 @@ describe("projects: org scoping", () => {
 
     // Nothing happened to the foreign project, and nothing was stored for the missing ones.
     expect(await get(other, foreign.id)).toEqual(foreignBefore);
-    const tables = await dumpAllTables(h);
-    expect(tables).not.toContain("ghp_scoping");
-    expect(tables).not.toContain("scoping.example.com");
-    expect(tables).not.toContain(`"project_id":"${deleted.id}"`);
+    expect(await storedIn(h, "ghp_scoping")).toEqual([]);
+    expect(await storedIn(h, "scoping.example.com")).toEqual([]);
+    expect(await storedIn(h, `"project_id":"${deleted.id}"`)).toEqual([]);
   });
 
   it("a project is found through the organization in X-Organization-Id only", async () => {
