@@ -58,18 +58,22 @@ export interface Forwarding {
 /** `lookup`: the outbound guard's resolution of the server's name (functions/servers/forward-lookup-node.ts), so only checked addresses are connected to. */
 export type Upstream = number | { origin: URL; signed: Record<string, string>; lookup?: LookupFunction };
 
-/** Tokens of the Connection header(s): the extra hop-by-hop names. */
-function connectionTokens(raw: string[]): Set<string> {
-  const tokens = new Set<string>();
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
+/** Tokens of the Connection header(s): the extra hop-by-hop names (a shared empty set when there is none: the common request has none). */
+function connectionTokens(raw: string[]): ReadonlySet<string> {
+  let tokens: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() !== "connection") continue;
+    const name = raw[i]!;
+    if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
+    tokens ??= new Set();
     for (const t of raw[i + 1]!.split(",")) tokens.add(t.trim().toLowerCase());
   }
-  return tokens;
+  return tokens ?? NO_TOKENS;
 }
 
 /** Raw header pairs without hop-by-hop ones (and without forwarding headers, which are rewritten). `keep` names hop-by-hop headers to keep (an upgrade's). */
-function endToEnd(raw: string[], keep: ReadonlySet<string> = new Set()): string[] {
+function endToEnd(raw: string[], keep: ReadonlySet<string> = NO_TOKENS): string[] {
   const named = connectionTokens(raw);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {

@@ -55,7 +55,8 @@ interface Key {
   full: boolean;
 }
 
-export type TakeOne = (key: string, max: number, windowMs: number) => Promise<TakeResult>;
+/** A result at once when it is known without the database (a lease, or a window known to be used up); else a promise. */
+export type TakeOne = (key: string, max: number, windowMs: number) => TakeResult | Promise<TakeResult>;
 
 export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
   const keys = new Map<string, Key>();
@@ -97,38 +98,36 @@ export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
     }
   }
 
-  return (key, max, windowMs) =>
-    new Promise<TakeResult>((resolve, reject) => {
-      let k = keys.get(key);
-      const now = clock().getTime();
-      if (k && now >= k.windowEnd) {
-        // The window ended: the lease and the refusal with it.
-        k.leased = 0;
-        k.full = false;
-      }
-      if (!k) {
-        k = { max, windowMs, waiting: [], busy: false, leased: 0, leaseSize: leaseCap(max) > 0 ? FIRST_LEASE : 0, windowEnd: 0, full: false };
-        keys.set(key, k);
-        // Entries of clients long gone would pile up; forgetting them only costs a statement each.
-        if (keys.size > 50_000) for (const [other, o] of keys) if (!o.busy && o.waiting.length === 0 && now >= o.windowEnd) keys.delete(other);
-      }
-      // A rule edited meanwhile: the next statement uses its latest settings (a raised limit may grant again).
-      if (max !== k.max) k.full = false;
-      k.max = max;
-      k.windowMs = windowMs;
-      if (k.leaseSize > leaseCap(max)) k.leaseSize = leaseCap(max);
-      if (now < k.windowEnd && k.leased > 0) {
-        k.leased--;
-        resolve({ ok: true, windowEnd: new Date(k.windowEnd) });
-        // Topped up before it runs out, so the next requests do not wait either.
-        if (!k.busy && k.leased < k.leaseSize / 2 && !k.full) void drain(key, k);
-        return;
-      }
-      if (now < k.windowEnd && k.full) {
-        resolve({ ok: false, windowEnd: new Date(k.windowEnd) });
-        return;
-      }
-      k.waiting.push({ resolve, reject });
-      if (!k.busy) void drain(key, k);
+  return (key, max, windowMs) => {
+    let k = keys.get(key);
+    const now = clock().getTime();
+    if (k && now >= k.windowEnd) {
+      // The window ended: the lease and the refusal with it.
+      k.leased = 0;
+      k.full = false;
+    }
+    if (!k) {
+      k = { max, windowMs, waiting: [], busy: false, leased: 0, leaseSize: leaseCap(max) > 0 ? FIRST_LEASE : 0, windowEnd: 0, full: false };
+      keys.set(key, k);
+      // Entries of clients long gone would pile up; forgetting them only costs a statement each.
+      if (keys.size > 50_000) for (const [other, o] of keys) if (!o.busy && o.waiting.length === 0 && now >= o.windowEnd) keys.delete(other);
+    }
+    // A rule edited meanwhile: the next statement uses its latest settings (a raised limit may grant again).
+    if (max !== k.max) k.full = false;
+    k.max = max;
+    k.windowMs = windowMs;
+    if (k.leaseSize > leaseCap(max)) k.leaseSize = leaseCap(max);
+    if (now < k.windowEnd && k.leased > 0) {
+      k.leased--;
+      // Topped up before it runs out, so the next requests do not wait either.
+      if (!k.busy && k.leased < k.leaseSize / 2 && !k.full) void drain(key, k);
+      return { ok: true, windowEnd: new Date(k.windowEnd) };
+    }
+    if (now < k.windowEnd && k.full) return { ok: false, windowEnd: new Date(k.windowEnd) };
+    const entry = k;
+    return new Promise<TakeResult>((resolve, reject) => {
+      entry.waiting.push({ resolve, reject });
+      if (!entry.busy) void drain(key, entry);
     });
+  };
 }
