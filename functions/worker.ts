@@ -263,6 +263,29 @@ async function appRequest(request: Request, rawEnv: unknown, ctx: WaitUntil): Pr
   }
 }
 
+/** The Worker's static assets (wrangler.toml `[assets] binding`). */
+interface AssetsBinding {
+  fetch(request: Request): Promise<Response>;
+}
+
+/**
+ * The console's file for an API host's GET outside /api; undefined: the Worker's own routes answer
+ * (/healthz, /readyz, the API's 404). wrangler.toml runs the Worker first for every request
+ * (run_worker_first = true) because assets are matched by path alone: served first, they
+ * answered an app's `/` (and any path the console has) with the console's own file.
+ */
+async function consoleAsset(request: Request, rawEnv: unknown): Promise<Response | undefined> {
+  if (request.method !== "GET" && request.method !== "HEAD") return undefined;
+  const path = new URL(request.url).pathname;
+  if (path === "/api" || path.startsWith("/api/")) return undefined;
+  const assets = (rawEnv as { ASSETS?: AssetsBinding } | undefined)?.ASSETS;
+  if (!assets) return undefined;
+  const res = await assets.fetch(request);
+  if (res.status !== 404) return res;
+  await res.body?.cancel();
+  return undefined;
+}
+
 export function createWorker(overrides: WorkerOverrides = {}) {
   async function services(c: Context<AppEnv>): Promise<RequestServices> {
     const env = parseBindings(c.env);
@@ -285,7 +308,8 @@ export function createWorker(overrides: WorkerOverrides = {}) {
   const app = createApp({ services });
   const api = answerBeforeBody<Record<string, unknown>, ExecutionContext>((request, env, ctx) => app.fetch(request, env, ctx), overrides.drain);
   return {
-    fetch: async (request: Request, env: Record<string, unknown>, ctx: ExecutionContext) => (await appRequest(request, env, ctx)) ?? api(request, env, ctx),
+    fetch: async (request: Request, env: Record<string, unknown>, ctx: ExecutionContext) =>
+      (await appRequest(request, env, ctx)) ?? (await consoleAsset(request, env)) ?? api(request, env, ctx),
     /** Cron trigger: deliver what is due (retries, and anything a request's drain did not finish); remove stale uploads; apply the retention. */
     async scheduled(_controller: unknown, rawEnv: unknown, _ctx: WaitUntil): Promise<void> {
       const env = parseBindings(rawEnv);

@@ -92,7 +92,7 @@ function filterOf(q: { status?: string; method?: string; path?: string; since?: 
 }
 
 const NOT_CLOUD =
-  "Lines come from the self-hosted edge; on the cloud these routes read the same store, which nothing writes request lines to yet (empty pages, quiet streams).";
+  "Lines come from the edge that first received the request: the self-hosted edge, or on the cloud the Worker's, which forwards to the build server running the app (the server's own edge writes none for it).";
 const RETENTION =
   "Request lines are kept 30 days and at most 50,000 per project, counted apart from build and runtime lines (LOG_RETENTION_DAYS, LOG_RETENTION_REQUEST_LINES).";
 

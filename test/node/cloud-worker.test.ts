@@ -15,6 +15,7 @@ import { CLOUD_SECRET_KEYS, CLOUD_SHARED_DOMAIN, startCloudWorker, useCloudWorke
 import { expectBody, expectStatus } from "../support/harness";
 import { tgz } from "../support/tar-fixtures";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
+import { getWithHost } from "../support/wsp-runner";
 
 /** Pids of this process's children whose command is workerd (Miniflare's runtime). */
 function workerdChildren(): number[] {
@@ -44,6 +45,22 @@ describe("the cloud Worker over HTTP", () => {
     expect(cloud.secretKeys).not.toBe(TEST_SECRET_KEYS);
     expect(cloud.sharedDomain).toBe(CLOUD_SHARED_DOMAIN);
     console.info(`cloud worker start-up: ${JSON.stringify(cloud.startup)}`);
+  });
+
+  it("serves the console's files on the API's host, with their _headers, and its own routes beside them; an app's name is never answered with them", async () => {
+    const page = await fetch(`${cloud.url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<!doctype html>");
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const script = await fetch(`${cloud.url}/app.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    await script.arrayBuffer();
+    expect((await fetch(`${cloud.url}/healthz`)).status).toBe(200);
+    // Assets are matched by path alone: the Worker runs first so that an app's `/` is the app's (here: nothing deployed).
+    const app = await getWithHost(`${cloud.url}/`, `nothing-deployed.${CLOUD_SHARED_DOMAIN}`);
+    expect(app.status).toBe(404);
+    expect(app.headers["x-workspace-edge"]).toBe("unknown_host");
   });
 
   it("answers an owner's token seeded in its database: /api/me, then a project created and read back", async () => {

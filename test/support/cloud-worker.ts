@@ -316,7 +316,7 @@ export async function startCloudWorker(opts: CloudWorkerOptions = {}): Promise<C
               ASSETS: { type: "assets" as const },
             },
             // wrangler.toml's [assets]: the console, and the API reference's script the Worker reads through ASSETS.
-            assets: { directory: join(ROOT, "console"), hasUserWorker: true, runWorkerFirst: ["/api/*"] },
+            assets: { directory: join(ROOT, "console"), hasUserWorker: true, runWorkerFirst: true },
           },
         },
       ],

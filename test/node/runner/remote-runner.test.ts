@@ -9,8 +9,7 @@
  * server's runner is refused at once and stops. One instance (Postgres of its
  * own) for the file; each test registers its own servers.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
@@ -23,16 +22,14 @@ import { useCleanups } from "../../support/cleanups";
 import { freshDatabase } from "../../support/fresh-database";
 import { type Harness, type Member, seedTenant } from "../../support/harness";
 import { untilNoProcessOf } from "../../support/runner-client";
-import { FIXTURE_APP } from "../../support/runner-harness";
+import { appFolder as fixtureFolder, killRunners, queueFolderDeploy, startWspRunner, until, wspCli } from "../../support/wsp-runner";
 
 const { tempDir } = useCleanups("ws-remote-runner-");
-const WSP = join(process.cwd(), "functions/cli/wsp.mjs");
 
 let server: RunningServer;
 let db: PostgresDatabase;
 let dataDir: string;
 let dropDatabase: () => Promise<void>;
-const runners = new Set<ChildProcess>();
 
 beforeAll(async () => {
   const own = await freshDatabase(inject("pgUrl"), "ws_remote_runner", { migrate: true });
@@ -45,7 +42,7 @@ beforeAll(async () => {
   db = await openPostgres(own.url, { migrate: false, max: 2 });
 }, 60_000);
 afterAll(async () => {
-  for (const child of runners) child.kill("SIGKILL");
+  killRunners();
   await server?.close();
   await db?.close();
   await dropDatabase?.();
@@ -66,81 +63,14 @@ const api = async <T = any>(t: Member, path: string, init: RequestInit = {}, exp
 
 const register = (t: Member, name: string) => api<{ id: string; token: string }>(t, "/api/servers", { method: "POST", body: JSON.stringify({ name }) }, 201);
 
-interface Runner {
-  child: ChildProcess;
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
-/** `wsp runner` as a child process on its own work directory (the runner suites' short timeouts). */
-function startRunner(token: string, workDir: string, more: string[] = []): Runner {
-  const child = spawn(process.execPath, [WSP, "runner", "--api", server.url, "--work-dir", workDir, ...more], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      WORKSPACE_RUNNER_TOKEN: token,
-      BUILD_TIMEOUT: "60s",
-      HEALTH_TIMEOUT: "20s",
-      STOP_GRACE: "1s",
-      SMOKE_WINDOW: "0s",
-      OUTBOUND_ALLOW_PRIVATE: "true",
-    },
-  });
-  runners.add(child);
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) =>
-    child.on("close", (code) => {
-      runners.delete(child);
-      resolve(code);
-    }),
-  );
-  return { child, out: () => out, exited };
-}
-
-/** Runs `wsp <args>` to its end. */
-function wsp(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, [WSP, ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME } });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d) => (out += d));
-  child.stderr.on("data", (d) => (err += d));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, out, err })));
-}
-
-/** The fixture app in a folder of its own; `slowBuild`: its build waits that many seconds first (time to stop a runner mid-build). */
-function appFolder(slowBuild = 0): string {
-  const dir = tempDir("ws-remote-app-");
-  cpSync(FIXTURE_APP, dir, { recursive: true });
-  if (slowBuild > 0) {
-    const pkg = { name: "runner-fixture-app", version: "1.0.0", private: true, scripts: { build: "node wait.js && node build.js", start: "node server.js" } };
-    writeFileSync(join(dir, "package.json"), JSON.stringify(pkg));
-    writeFileSync(join(dir, "wait.js"), `setTimeout(() => {}, ${slowBuild * 1000});\n`);
-  }
-  return dir;
-}
+/** `wsp runner` against this instance, on its own work directory. */
+const startRunner = (token: string, workDir: string, more: string[] = []) => startWspRunner({ api: server.url, token, workDir, args: more });
+const appFolder = (slowBuild = 0) => fixtureFolder(slowBuild, tempDir("ws-remote-app-"));
 
 const row = async (id: string) => (await db.db.select().from(deployments).where(eq(deployments.id, id)))[0]!;
 
-async function until<T>(what: string, read: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /** Queues a deploy of `dir` without waiting; its deployment id. */
-async function queueDeploy(t: Member, dir: string): Promise<string> {
-  const queued = await wsp(["deploy", dir, "--api", server.url, "--token", t.token, "--no-wait"]);
-  expect(queued.code, `${queued.out}\n${queued.err}`).toBe(0);
-  const id = /(dpl_[0-9a-z]+)/.exec(queued.out + queued.err)?.[1];
-  expect(id, queued.out + queued.err).toBeDefined();
-  return id!;
-}
+const queueDeploy = (t: Member, dir: string) => queueFolderDeploy(server.url, t.token, dir);
 
 describe("wsp runner attached to a self-hosted instance", () => {
   it("claims an upload deployment placed on its server, builds and runs it; the build log reaches the API's log routes; the app answers on the port it reported", {
@@ -151,7 +81,7 @@ describe("wsp runner attached to a self-hosted instance", () => {
     const edgePort = 30_000 + Math.floor(Math.random() * 20_000);
     const runner = startRunner(s.token, tempDir("ws-remote-work-"), ["--edge-port", String(edgePort)]);
     try {
-      const deployed = await wsp(["deploy", appFolder(), "--api", server.url, "--token", t.token]);
+      const deployed = await wspCli(["deploy", appFolder(), "--api", server.url, "--token", t.token]);
       expect(deployed.code, `${deployed.out}\n${deployed.err}\n${runner.out()}`).toBe(0);
       // The build log, as the remote runner sent it, read back through the API's log routes by wsp deploy.
       expect(deployed.out).toContain("Unpacking the uploaded source");
