@@ -8,7 +8,8 @@
  *
  * In order (the tests share the runners): placement by Settings' defaultServerId,
  * an explicit serverId and labels, with the build log read back through the
- * Worker's log routes and the app through the Worker's forwarding; the API gone
+ * Worker's log routes and the app through the Worker's forwarding; a git
+ * deployment from git's own http-backend; the API gone
  * for 30 s while A's app keeps answering (meanwhile: runner tokens on user routes
  * and other organizations' jobs, a deleted server's token, drain); A killed
  * mid-build, its job finished by B after the lease, and A restarted on its work
@@ -20,7 +21,9 @@ import { deployments, environments, projects } from "../../../shared/db/schema";
 import { newId } from "../../../shared/ids";
 import { useCleanups } from "../../support/cleanups";
 import { useCloudWorker } from "../../support/cloud-worker";
+import { type GitTestServer, startGitServer } from "../../support/git-server";
 import { expectStatus, type Member } from "../../support/harness";
+import { pushApp } from "../../support/runner-harness";
 import {
   appFolder,
   freePort,
@@ -36,7 +39,16 @@ import {
 } from "../../support/wsp-runner";
 
 const { tempDir } = useCleanups("ws-cloud-runners-");
-const cloud = useCloudWorker();
+// A git host of this file's own (git's `git http-backend`), started before the cloud so that the
+// Worker is given its URL: its bare repositories are on this disk, so the fixture app is pushed there.
+let git: GitTestServer;
+const gitBindings: Record<string, string> = {};
+beforeAll(async () => {
+  git = await startGitServer();
+  gitBindings.GIT_GITEA_URL = git.url;
+});
+afterAll(async () => git?.close());
+const cloud = useCloudWorker({ bindings: gitBindings });
 
 interface Registered {
   id: string;
@@ -65,7 +77,8 @@ async function register(name: string, labels: string[]): Promise<Registered> {
 }
 
 const runner = (s: Registered, apiUrl: string, workDir: string) =>
-  startWspRunner({ api: apiUrl, token: s.token, workDir, args: ["--edge-port", String(s.edge)] });
+  // The runner clones from the git host itself: its own setting, as the Worker's.
+  startWspRunner({ api: apiUrl, token: s.token, workDir, args: ["--edge-port", String(s.edge)], env: { GIT_GITEA_URL: git.url } });
 
 const row = async (id: string) => (await cloud.db.select().from(deployments).where(eq(deployments.id, id)))[0]!;
 
@@ -156,6 +169,30 @@ describe("wsp runner attached to the cloud Worker", () => {
     expect(await ready(byLabel.id)).toMatchObject({ servedBy: a.id, current: true });
     const answer = await throughWorker();
     expect(answer.status, answer.body.slice(0, 300)).toBe(200);
+  });
+
+  it("a git deployment (the branch's head on git's own http-backend) is built on the server its labels place it on; its build log and app come back through the Worker", {
+    timeout: 120_000,
+  }, async () => {
+    const repo = await git.createRepo();
+    const sha = await pushApp(git, repo.owner, repo.repo);
+    const p = await api<{ id: string; routes: { free: { hostname: string } } }>(
+      "/api/projects",
+      { method: "POST", json: { name: `cloud git ${repo.repo.slice(-8)}`, gitProvider: "gitea", gitOwner: repo.owner, gitRepo: repo.repo } },
+      201,
+    );
+    const queued = await api<{ id: string; commitSha: string | null }>(
+      "/api/deployments",
+      { method: "POST", json: { projectId: p.id, labels: ["fast"] } },
+      201,
+    );
+    expect(queued.commitSha).toBe(sha);
+    expect(await ready(queued.id)).toMatchObject({ servedBy: b.id, current: true, source: "git" });
+    const log = await api<{ items: Array<{ message: string }> }>(`/api/deployments/${queued.id}/logs`);
+    expect(log.items.map((l) => l.message).join("\n")).toContain("building the fixture app");
+    const answer = await getWithHost(`${cloud.url}/`, p.routes.free.hostname);
+    expect(answer.status, answer.body.slice(0, 300)).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ version: "1" });
   });
 
   it("the API unreachable from A for 30 s: A's app keeps answering through its edge; meanwhile runner tokens are refused where they do not belong, a deleted server's at once, and drained servers take no work", {
