@@ -5,8 +5,10 @@
  * one transaction; `onAppended` is told which projects got lines (streams wake).
  * A failed flush is logged and its lines dropped: logs never stall the app.
  */
+import pg from "pg";
 import type { Db } from "../../shared/db/types";
 import type { Logger } from "../../shared/http/logger";
+import { copyLogLines } from "./copy-lines";
 import { appendLogLines, type NewLogLine } from "./store";
 import { countLogLines } from "../operations/metrics/process-metrics";
 
@@ -23,7 +25,15 @@ export interface LogWriter {
   readonly dropped: number;
 }
 
+/** On node-postgres the lines go in with COPY (copy-lines.ts: a third of Postgres' CPU per line less); on PGlite through store.ts's INSERT. */
+function appenderFor(db: Db): (lines: NewLogLine[]) => Promise<number> {
+  const client = (db as unknown as { $client?: unknown }).$client;
+  if (client instanceof pg.Pool) return (lines) => copyLogLines(client, lines);
+  return (lines) => appendLogLines(db, lines);
+}
+
 export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (projectIds: string[]) => void }): LogWriter {
+  const append = appenderFor(deps.db);
   let queue: NewLogLine[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let inFlight: Promise<void> = Promise.resolve();
@@ -40,7 +50,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
     inFlight = inFlight.then(async () => {
       if (batch.length === 0) return;
       try {
-        await appendLogLines(deps.db, batch);
+        await append(batch);
         deps.onAppended?.([...new Set(batch.map((l) => l.projectId))]);
       } catch (error) {
         // One project's lines can fail alone (it or its deployment was just deleted): retry
@@ -59,7 +69,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
         }
         for (const [projectId, lines] of byProject) {
           try {
-            await appendLogLines(deps.db, lines);
+            await append(lines);
             deps.onAppended?.([projectId]);
           } catch (e) {
             dropped += lines.length;
