@@ -119,16 +119,19 @@ const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
  * GET over node:http, Host header as given: fetch() replaces a Host header with the URL's
  * authority, so a request "to an app through the edge" would reach the API's console instead.
  */
-export function httpGet(url: string, host?: string): Promise<{ status: number; body: string }> {
+export function httpGet(url: string, host?: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, agent: keepAlive, headers: host ? { host } : {} }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on("error", reject);
-    });
+    const req = request(
+      { host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, agent: keepAlive, headers: host ? { ...headers, host } : headers },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -143,12 +146,12 @@ const percentileOf = (sorted: number[], q: number) => sorted[Math.min(sorted.len
 export async function sequentialLatency(
   url: string,
   requests: number,
-  opts: { host?: string; expectedBody?: string } = {},
+  opts: { host?: string; expectedBody?: string; headers?: Record<string, string> } = {},
 ): Promise<{ p50: number; p99: number }> {
   const times: number[] = [];
   for (let i = -20; i < requests; i++) {
     const t = performance.now();
-    const res = await httpGet(url, opts.host);
+    const res = await httpGet(url, opts.host, opts.headers);
     const took = performance.now() - t;
     if (res.status !== 200) throw new Error(`${url} (Host ${opts.host ?? "as the URL"}): ${res.status}`);
     if (opts.expectedBody !== undefined && res.body !== opts.expectedBody) {

@@ -21,20 +21,20 @@
  *    (its port, the floor), in 4 interleaved rounds (the first discarded), the
  *    median p50 and p99 of the rounds, and the overhead.
  *
- * The Worker's side (the claim route and forwarding on workerd) is not measured
- * here: it needs the Worker served over real HTTP to a runner process, which this
- * script does not do; the same route code runs there.
+ * Then the same claim latency and forwarding against the Worker in workerd
+ * (bench/runners-worker.ts). BENCH_RUNNERS_SIDES=node or =worker runs one half only.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { follow } from "../functions/cli/sse";
 import { freshDatabase, type FreshDatabase } from "../test/support/fresh-database";
 import { FIXTURE_APP } from "../test/support/runner-harness";
-import { ADMIN_URL, ask, compiledEntry, httpGet, intEnv, report, sequentialLatency, stopChild, waitForMessage } from "./common";
+import { ADMIN_URL, ask, compiledEntry, httpGet, intEnv, report, stopChild, waitForMessage } from "./common";
+import { call as callApi, claimLatencies, idleRunner, latencyRounds, median, ms, pct } from "./runner-measures";
+import { workerHalf } from "./runners-worker";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const WSP = join(ROOT, "functions/cli/wsp.mjs");
@@ -44,26 +44,13 @@ const CLAIMS = intEnv("BENCH_CLAIMS", 40, 5, 1000);
 const REQUESTS = intEnv("BENCH_REQUESTS", 500, 50, 100_000);
 const OWNER_TOKEN = "bench-runners-owner-token-0123456789abcdef";
 
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-const pct = (xs: number[], q: number) => sorted(xs)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]!;
-const median = (xs: number[]) => pct(xs, 0.5);
-const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 0)} ms`;
-
 let api: ChildProcess | undefined;
 let db: FreshDatabase | undefined;
 const dirs: string[] = [];
 const children = new Set<ChildProcess>();
 
-async function call<T = Record<string, unknown>>(base: string, path: string, init: { method?: string; json?: unknown; token?: string } = {}): Promise<T> {
-  const res = await fetch(`${base}${path}`, {
-    method: init.method ?? (init.json !== undefined ? "POST" : "GET"),
-    headers: { authorization: `Bearer ${init.token ?? OWNER_TOKEN}`, "content-type": "application/json" },
-    body: init.json !== undefined ? JSON.stringify(init.json) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? "GET"} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return (text ? JSON.parse(text) : {}) as T;
-}
+const call = <T = Record<string, unknown>>(base: string, path: string, init: { method?: string; json?: unknown; token?: string } = {}) =>
+  callApi<T>(base, init.token ?? OWNER_TOKEN, path, init);
 
 /** `wsp <args>` to its end; throws on a non-zero exit. */
 function wsp(args: string[]): Promise<string> {
@@ -72,36 +59,6 @@ function wsp(args: string[]): Promise<string> {
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (out += d));
   return new Promise((ok, fail) => child.on("close", (code) => (code === 0 ? ok(out) : fail(new Error(`wsp ${args[0]} exited ${code}: ${out.slice(-800)}`)))));
-}
-
-interface IdleRunner {
-  stop(): void;
-  /** Resolves with each job this runner claims (the caller decides what to do with it). */
-  onJob: (handler: (job: { id: string }) => void) => void;
-}
-
-/** A runner with nothing to do: claims with `wait=25` in a loop, as `wsp runner` waits for work. */
-function idleRunner(base: string, token: string): IdleRunner {
-  const abort = new AbortController();
-  let handler: (job: { id: string }) => void = () => {};
-  void (async () => {
-    while (!abort.signal.aborted) {
-      try {
-        const res = await fetch(`${base}/api/runner/claim?wait=25`, { method: "POST", headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
-        if (res.status === 200) handler((await res.json()) as { id: string });
-        else await res.arrayBuffer();
-        if (res.status === 429) await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
-      } catch {
-        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-  })();
-  return {
-    stop: () => abort.abort(),
-    onJob: (h) => {
-      handler = h;
-    },
-  };
 }
 
 async function cpuOver(seconds: number): Promise<number> {
@@ -121,7 +78,14 @@ async function portOf(url: string, id: string): Promise<number | undefined> {
   }
 }
 
+const SIDES = new Set((process.env.BENCH_RUNNERS_SIDES ?? "node,worker").split(",").map((side) => side.trim()));
+
 async function main() {
+  if (SIDES.has("node")) await nodeHalf();
+  if (SIDES.has("worker")) await workerHalf({ runners: RUNNERS, claims: CLAIMS, requests: REQUESTS });
+}
+
+async function nodeHalf() {
   db = await freshDatabase(ADMIN_URL, "bench_runners", { migrate: true });
   const dataDir = mkdtempSync(join(tmpdir(), "bench-runners-data-"));
   dirs.push(dataDir);
@@ -170,36 +134,7 @@ async function main() {
   const firstId = /(dpl_[0-9a-z]+)/.exec(queued)?.[1];
   if (!firstId) throw new Error(`wsp deploy printed no deployment id: ${queued}`);
   const { projectId } = await call<{ projectId: string }>(base, `/api/deployments/${firstId}`);
-  const claimed = new Map<string, (at: number) => void>();
-  const seen = new Map<string, number>();
-  for (const r of runners) {
-    r.onJob((job) => {
-      const at = performance.now();
-      seen.set(job.id, at);
-      claimed.get(job.id)?.(at);
-      void call(base, `/api/deployments/${job.id}/cancel`, { method: "POST" }).catch((e) => console.error("cancel:", (e as Error).message));
-    });
-  }
-  // The first upload's deployment is claimed (and canceled) like the others; wait for it before measuring.
-  const deadline = Date.now() + 30_000;
-  while (!seen.has(firstId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  const latencies: number[] = [];
-  for (let i = 0; i < CLAIMS; i++) {
-    const d = await call<{ id: string }>(base, "/api/deployments", { json: { projectId, target: "server" } });
-    const answered = performance.now();
-    const at = await new Promise<number>((ok, fail) => {
-      const early = seen.get(d.id);
-      if (early !== undefined) return ok(early);
-      const timer = setTimeout(() => fail(new Error(`deployment ${d.id} not claimed within 30 s`)), 30_000);
-      claimed.set(d.id, (t) => {
-        clearTimeout(timer);
-        ok(t);
-      });
-    });
-    latencies.push(at - answered);
-    // Spread over the runners' polls, as deploys arrive.
-    await new Promise((r) => setTimeout(r, 50 + Math.random() * 250));
-  }
+  const latencies = await claimLatencies(base, OWNER_TOKEN, projectId, firstId, runners, CLAIMS);
   for (const r of runners) r.stop();
   console.log(
     `claim latency (queued → a runner holds the job), ${CLAIMS} claims: p50 ${ms(median(latencies))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(Math.max(...latencies))}`,
@@ -243,16 +178,8 @@ async function main() {
     if (tries === 100) throw new Error(`${hostname} through the API's edge does not reach the app`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const rounds: Array<{ forwarded: { p50: number; p99: number }; direct: { p50: number; p99: number } }> = [];
-  for (let round = 0; round < 4; round++) {
-    const forwarded = await sequentialLatency(`${base}/`, REQUESTS, { host: hostname, expectedBody: appBody });
-    const direct = await sequentialLatency(`http://127.0.0.1:${appPort}/`, REQUESTS, { expectedBody: appBody });
-    if (round > 0) rounds.push({ forwarded, direct });
-  }
-  const f50 = median(rounds.map((r) => r.forwarded.p50));
-  const d50 = median(rounds.map((r) => r.direct.p50));
-  const f99 = median(rounds.map((r) => r.forwarded.p99));
-  const d99 = median(rounds.map((r) => r.direct.p99));
+  const r = await latencyRounds({ forwarded: { url: `${base}/`, host: hostname }, direct: { url: `http://127.0.0.1:${appPort}/` } }, REQUESTS, appBody);
+  const [f50, f99, d50, d99] = [r.forwarded!.p50, r.forwarded!.p99, r.direct!.p50, r.direct!.p99];
   console.log(
     `forwarding, ${REQUESTS} sequential GETs, median of 3 rounds: API edge → server edge → app p50 ${ms(f50)} p99 ${ms(f99)}; the app directly p50 ${ms(d50)} p99 ${ms(d99)}; added p50 +${ms(f50 - d50)}`,
   );
