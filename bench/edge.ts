@@ -24,8 +24,12 @@
  *    in its own process, what any Node proxy in front of the app costs on this
  *    machine before the edge's own work.
  *    Latencies are taken per response at autocannon's hrtime precision (its own
- *    histogram rounds to whole milliseconds). BENCH_ROUNDS (default 3) repeats the
- *    measured runs, rotating the order, to even out background load.
+ *    histogram rounds to whole milliseconds). BENCH_ROUNDS (default 3, at most 30) repeats the
+ *    measured runs, rotating the order, to even out background load; with several rounds
+ *    each edge case is also compared with the floor of its own round, and the median of
+ *    those per-round ratios printed: on a shared machine, the background load moves the
+ *    absolute figures between rounds far more than the ratio within one (many short rounds,
+ *    e.g. BENCH_ROUNDS=15 BENCH_SECONDS=3, make that median steadier).
  * 6. Prints req/s, p50, p99 per case, each edge case's throughput ratio to the
  *    floor proxy (target ≥ 0.9) and p99 added over it (target ≤ 1 ms), the same
  *    against the app hit directly (for reference), plus CPU per request of each
@@ -75,7 +79,7 @@ const PATH = "/api/items";
 const SECONDS = intEnv("BENCH_SECONDS", 10, 1, 600);
 const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 32, 1, 1000);
-const ROUNDS = intEnv("BENCH_ROUNDS", 3, 1, 10);
+const ROUNDS = intEnv("BENCH_ROUNDS", 3, 1, 30);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
 const RATE = intEnv("BENCH_RATE", 0, 0, 1_000_000);
 const CASES = new Set((process.env.BENCH_CASES || "direct,plain,ruled,floor").split(",").map((c) => c.trim()));
@@ -471,6 +475,24 @@ async function main(): Promise<void> {
     );
   }
   log(`${floor.name.padEnd(24)} vs the app directly: ${(floor.rps / direct.rps).toFixed(2)}x, added p99 ${signed(floor.p99 - direct.p99)}`);
+  if (ROUNDS > 1) {
+    const median = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+    };
+    for (const key of ["plain", "ruled"] as const) {
+      if (runs[key].length !== runs.floor.length) continue;
+      const per = runs[key].map((m, i) => {
+        const a = summarize("", [m]);
+        const f = summarize("", [runs.floor[i]!]);
+        return { ratio: a.rps / f.rps, added: a.p99 - f.p99 };
+      });
+      log(
+        `${targets.find((t) => t.key === key)!.name.padEnd(24)} per round vs that round's floor: ratio median ${median(per.map((p) => p.ratio)).toFixed(2)}x ` +
+          `(${per.map((p) => p.ratio.toFixed(2)).join(", ")}), added p99 median ${signed(median(per.map((p) => p.added)))} (${per.map((p) => p.added.toFixed(1)).join(", ")})`,
+      );
+    }
+  }
   log(`targets: ${allMet ? "met" : "missed"}`);
 }
 

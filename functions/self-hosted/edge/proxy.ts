@@ -60,14 +60,25 @@ export type Upstream = number | { origin: URL; signed: Record<string, string>; l
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 
-/** Tokens of the Connection header(s): the extra hop-by-hop names (a shared empty set when there is none: the common request has none). */
+/**
+ * Tokens of the Connection header(s) that are not hop-by-hop anyway: the extra names to drop. A shared
+ * empty set when there is none, as for nearly every message (no Connection, or `keep-alive`/`close`,
+ * whose tokens name no header or one dropped already): no allocation per request.
+ */
 function connectionTokens(raw: string[]): ReadonlySet<string> {
   let tokens: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
+    // "connection".length: most names are not, and need no lower-casing to tell.
     if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
-    tokens ??= new Set();
-    for (const t of raw[i + 1]!.split(",")) tokens.add(t.trim().toLowerCase());
+    const value = raw[i + 1]!.toLowerCase();
+    if (value === "keep-alive" || value === "close") continue;
+    for (const t of value.split(",")) {
+      const token = t.trim();
+      if (HOP_BY_HOP.has(token)) continue;
+      tokens ??= new Set();
+      tokens.add(token);
+    }
   }
   return tokens ?? NO_TOKENS;
 }

@@ -56,7 +56,8 @@ interface Key {
 }
 
 /** A result at once when it is known without the database (a lease, or a window known to be used up); else a promise. */
-export type TakeOne = (key: string, max: number, windowMs: number) => TakeResult | Promise<TakeResult>;
+/** `now`: the caller's reading of the same clock (ms), so a request with several limits reads it once. */
+export type TakeOne = (key: string, max: number, windowMs: number, now?: number) => TakeResult | Promise<TakeResult>;
 
 export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
   const keys = new Map<string, Key>();
@@ -98,9 +99,9 @@ export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
     }
   }
 
-  return (key, max, windowMs) => {
+  return (key, max, windowMs, at) => {
     let k = keys.get(key);
-    const now = clock().getTime();
+    const now = at ?? clock().getTime();
     if (k && now >= k.windowEnd) {
       // The window ended: the lease and the refusal with it.
       k.leased = 0;

@@ -55,6 +55,51 @@ export function rateLimitClient(client: { text: string; address: Address | null 
 
 const inAny = (rule: EdgeRule, client: Address | null) => client !== null && blocksOf(rule).some((c) => cidrContains(c, client));
 
+/** A ban's expiry in ms (Infinity: none), parsed once per rule object. */
+const expiries = new WeakMap<EdgeRule, number>();
+function expiryOf(rule: EdgeRule): number {
+  let at = expiries.get(rule);
+  if (at === undefined) {
+    const { expiresAt } = rule.config as { expiresAt: string | null };
+    at = expiresAt ? Date.parse(expiresAt) : Number.POSITIVE_INFINITY;
+    expiries.set(rule, at);
+  }
+  return at;
+}
+
+/**
+ * Which of a project's rules match a request's path forms, remembered per rules array (replaced, never
+ * mutated, when the table reloads) and path: a glob rule is an NFA run over the path (path-match.ts), and
+ * the same few paths of an app come again and again. Bounded: paths over MAX_CACHED_PATH characters are
+ * not remembered, and past MAX_CACHED entries in all the cache starts over. A pure function of its key,
+ * so a client varying paths only costs the matching it would have cost anyway.
+ */
+const MAX_CACHED = 10_000;
+const MAX_CACHED_PATH = 512;
+let matchCache = new WeakMap<EdgeRule[], Map<string, EdgeRule[]>>();
+let cachedEntries = 0;
+function matchingRules(rules: EdgeRule[], paths: readonly string[]): EdgeRule[] {
+  // A newline cannot be in a form (control characters are refused before any rule), so it separates them.
+  const key = paths.length === 1 ? paths[0]! : paths.join("\n");
+  if (key.length > MAX_CACHED_PATH) return rules.filter((r) => paths.some((p) => pathMatches(r.path, p)));
+  let byPath = matchCache.get(rules);
+  const hit = byPath?.get(key);
+  if (hit) return hit;
+  const matching = rules.filter((r) => paths.some((p) => pathMatches(r.path, p)));
+  if (cachedEntries >= MAX_CACHED) {
+    matchCache = new WeakMap();
+    cachedEntries = 0;
+    byPath = undefined;
+  }
+  if (!byPath) {
+    byPath = new Map();
+    matchCache.set(rules, byPath);
+  }
+  byPath.set(key, matching);
+  cachedEntries++;
+  return matching;
+}
+
 /**
  * Synchronous unless a rate limit has to wait for the database (rate-batcher.ts grants from a lease at once):
  * the edge's hot path then costs no promise.
@@ -67,12 +112,11 @@ export function evaluateRules(
   now: Date,
 ): Refusal | null | Promise<Refusal | null> {
   if (paths.length === 0) return { reason: "bad_request", ruleId: null, headers: {} };
-  const matching = rules.filter((r) => paths.some((p) => pathMatches(r.path, p)));
+  const matching = matchingRules(rules, paths);
   if (matching.length === 0) return null;
   for (const rule of matching) {
     if (rule.kind !== "ban") continue;
-    const { expiresAt } = rule.config as { expiresAt: string | null };
-    if (expiresAt && Date.parse(expiresAt) <= now.getTime()) continue;
+    if (expiryOf(rule) <= now.getTime()) continue;
     if (inAny(rule, client.address)) return { reason: "banned", ruleId: rule.id, headers: {} };
   }
   for (const rule of matching) {
@@ -88,7 +132,8 @@ export function evaluateRules(
     const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
     return { rule, key: `edge:${rule.id}:${who}`, max: limit, windowMs: windowSeconds * 1000 };
   });
-  const granted = takes.map((t) => take(t.key, t.max, t.windowMs));
+  const at = now.getTime();
+  const granted = takes.map((t) => take(t.key, t.max, t.windowMs, at));
   // Every take is made before any answer is looked at, as before: each rule counts this request.
   if (granted.some((g) => g instanceof Promise)) return Promise.all(granted).then((all) => firstRefusal(takes, all, now));
   return firstRefusal(takes, granted as TakeResult[], now);
