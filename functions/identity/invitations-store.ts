@@ -1,9 +1,10 @@
 /**
  * Invitations. A code is consumed by a single conditional UPDATE, so it works
  * once; accepting runs in one transaction, so a refused accept leaves the
- * invitation open.
+ * invitation open. Revoking deletes the open row: a code whose row is gone
+ * matches nothing, and the audit log keeps the record that it existed.
  */
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Role } from "../../shared/auth/permissions";
 import { invitations, memberships, users } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
@@ -25,6 +26,49 @@ export async function createInvitation(ex: Executor, input: NewInvitation): Prom
   const id = newId("inv");
   await ex.insert(invitations).values({ id, ...input });
   return id;
+}
+
+export interface PendingInvitation {
+  id: string;
+  email: string;
+  role: Role;
+  invitedBy: { userId: string; email: string } | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** The organization's open (not accepted), unexpired invitations, oldest first (ids sort by creation): `limit + 1` rows for toPage. */
+export async function listPendingInvitations(ex: Executor, orgId: string, now: Date, limit: number, cursor?: string): Promise<PendingInvitation[]> {
+  const rows = await ex
+    .select({
+      id: invitations.id,
+      email: invitations.email,
+      role: invitations.role,
+      inviterId: users.id,
+      inviterEmail: users.email,
+      createdAt: invitations.createdAt,
+      expiresAt: invitations.expiresAt,
+    })
+    .from(invitations)
+    .leftJoin(users, eq(users.id, invitations.invitedBy))
+    .where(and(eq(invitations.orgId, orgId), isNull(invitations.acceptedAt), gt(invitations.expiresAt, now), cursor ? gt(invitations.id, cursor) : undefined))
+    .orderBy(asc(invitations.id))
+    .limit(limit + 1);
+  return rows.map(({ inviterId, inviterEmail, ...r }) => ({ ...r, invitedBy: inviterId && inviterEmail ? { userId: inviterId, email: inviterEmail } : null }));
+}
+
+/**
+ * Revokes an invitation of this organization that was not accepted (an expired one too: it is
+ * tidied away); returns what it was, or null when there is none (another organization's id, an
+ * accepted or an already revoked one), which the route answers 404 like an unknown id. One
+ * conditional DELETE, so it and a concurrent accept cannot both succeed.
+ */
+export async function revokeInvitation(ex: Executor, orgId: string, id: string): Promise<{ email: string; role: Role } | null> {
+  const [row] = await ex
+    .delete(invitations)
+    .where(and(eq(invitations.id, id), eq(invitations.orgId, orgId), isNull(invitations.acceptedAt)))
+    .returning({ email: invitations.email, role: invitations.role });
+  return row ?? null;
 }
 
 /**

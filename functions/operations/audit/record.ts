@@ -35,6 +35,7 @@ export const AUDIT_ACTIONS = [
   "token.created",
   "token.revoked",
   "member.invited",
+  "invitation.revoked",
   "member.removed",
   "member.role_changed",
   "settings.changed",

@@ -1,12 +1,20 @@
 /** Identity (functions/identity/invitations.ts): invite, list, revoke and accept invitations. */
+import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { PendingInvitationSchema } from "../../../functions/identity/invitations";
 import { ROLES } from "../../../shared/auth/permissions";
-import { storedIn, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
+import { auditLog, invitations } from "../../../shared/db/schema";
+import { pageOf } from "../../../shared/http/pagination";
+import { storedIn, expectBody, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
 import { identityHelpers, MEMBER_TAGS, sha256Hex, sorted, VIEWER_TAGS } from "../../support/identity";
 import { useRuntimeHarness } from "../../support/runtime";
 
 const h = useRuntimeHarness();
 const { me, invite, accept, freshEmail, allMembers } = identityHelpers(h);
+const PendingPage = pageOf(PendingInvitationSchema, "PendingInvitationPage");
+const pending = (token: string, orgId: string, query = "") => h.request(`/api/orgs/${orgId}/invitations${query}`, { token });
+const pendingItems = async (token: string, orgId: string, query = "") => (await expectBody(await pending(token, orgId, query), 200, PendingPage)).items;
+const revoke = (token: string, orgId: string, id: string) => h.request(`/api/orgs/${orgId}/invitations/${id}`, { method: "DELETE", token });
 
 describe("identity: invitations", () => {
   it("an admin invites and receives a one-time code valid for 7 days, stored hashed", async () => {
@@ -137,5 +145,107 @@ describe("identity: invitations", () => {
     await expectProblem(await accept({ code: inv.code, name: "X" }, `wsp_${"B".repeat(43)}`), 401);
     // The code is still usable.
     await expectStatus(await accept({ code: inv.code, name: "X" }), 200);
+  });
+
+  it("an admin lists the open, unexpired invitations oldest first, with who invited, never the code", async () => {
+    const t = await seedTenant(h);
+    const admin = await seedMember(h, t.orgId, "admin");
+    const first = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "member"), 201);
+    const second = await expectStatus(await invite(admin.token, t.orgId, freshEmail(), "viewer"), 201);
+    const accepted = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "viewer"), 201);
+    const expired = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "viewer"), 201);
+    await expectStatus(await accept({ code: accepted.code, name: "Joined" }), 200);
+    await h.db
+      .update(invitations)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(invitations.id, expired.id));
+
+    const res = await pending(admin.token, t.orgId);
+    const text = await res.clone().text();
+    const items = (await expectBody(res, 200, PendingPage)).items;
+    expect(items).toEqual([
+      {
+        id: first.id,
+        email: first.email,
+        role: "member",
+        invitedBy: { userId: t.userId, email: t.email },
+        createdAt: expect.any(String),
+        expiresAt: first.expiresAt,
+      },
+      {
+        id: second.id,
+        email: second.email,
+        role: "viewer",
+        invitedBy: { userId: admin.userId, email: admin.email },
+        createdAt: expect.any(String),
+        expiresAt: second.expiresAt,
+      },
+    ]);
+    for (const inv of [first, second]) expect(text).not.toContain(inv.code);
+    expect(text).not.toContain(await sha256Hex(first.code));
+
+    // Pages of one, by cursor.
+    const page1 = await expectBody(await pending(t.token, t.orgId, "?limit=1"), 200, PendingPage);
+    expect(page1.items.map((i) => i.id)).toEqual([first.id]);
+    const page2 = await expectBody(await pending(t.token, t.orgId, `?limit=1&cursor=${page1.nextCursor}`), 200, PendingPage);
+    expect(page2).toEqual({ items: [expect.objectContaining({ id: second.id })], nextCursor: null });
+    await expectProblem(await pending(t.token, t.orgId, "?limit=0"), 400, "limit");
+  });
+
+  it("only those who may invite list invitations; another organization's are not listed", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    await expectStatus(await invite(other.token, other.orgId, freshEmail(), "member"), 201);
+    expect(await pendingItems(t.token, t.orgId)).toEqual([]);
+    for (const role of ["member", "viewer"] as const) {
+      const m = await seedMember(h, t.orgId, role);
+      await expectProblem(await pending(m.token, t.orgId), 403);
+    }
+    await expectProblem(await pending(t.token, other.orgId), 403);
+  });
+
+  it("an admin revokes an invitation: 204, its code refused from then on, an audit row without the code", async () => {
+    const t = await seedTenant(h);
+    const admin = await seedMember(h, t.orgId, "admin");
+    const email = freshEmail();
+    const inv = await expectStatus(await invite(t.token, t.orgId, email, "owner"), 201);
+    const kept = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "member"), 201);
+    // An admin may revoke an invitation to the owner role (revoking grants nothing).
+    expect(await expectStatus(await revoke(admin.token, t.orgId, inv.id), 204)).toBeUndefined();
+    expect((await pendingItems(t.token, t.orgId)).map((i) => i.id)).toEqual([kept.id]);
+    await expectProblem(await accept({ code: inv.code, name: "Too Late" }), 404);
+    // Already revoked: 404.
+    await expectProblem(await revoke(admin.token, t.orgId, inv.id), 404);
+
+    const rows = await h.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.orgId, t.orgId), eq(auditLog.action, "invitation.revoked")));
+    expect(rows).toEqual([
+      expect.objectContaining({ actorUserId: admin.userId, targetKind: "invitation", targetId: inv.id, details: { email, role: "owner" } }),
+    ]);
+    expect(JSON.stringify(rows)).not.toContain(inv.code);
+  });
+
+  it("revoking: another organization's, an accepted or an unknown invitation 404; a member or viewer 403", async () => {
+    const t = await seedTenant(h);
+    const other = await seedTenant(h);
+    const theirs = await expectStatus(await invite(other.token, other.orgId, freshEmail(), "member"), 201);
+    await expectProblem(await revoke(t.token, t.orgId, theirs.id), 404);
+    await expectProblem(await revoke(t.token, other.orgId, theirs.id), 403);
+    // Still open in its own organization.
+    expect((await pendingItems(other.token, other.orgId)).map((i) => i.id)).toEqual([theirs.id]);
+
+    const accepted = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "viewer"), 201);
+    await expectStatus(await accept({ code: accepted.code, name: "Joined" }), 200);
+    await expectProblem(await revoke(t.token, t.orgId, accepted.id), 404);
+    await expectProblem(await revoke(t.token, t.orgId, "inv_doesnotexist"), 404);
+
+    const open = await expectStatus(await invite(t.token, t.orgId, freshEmail(), "viewer"), 201);
+    for (const role of ["member", "viewer"] as const) {
+      const m = await seedMember(h, t.orgId, role);
+      await expectProblem(await revoke(m.token, t.orgId, open.id), 403);
+    }
+    expect((await pendingItems(t.token, t.orgId)).map((i) => i.id)).toEqual([open.id]);
   });
 });

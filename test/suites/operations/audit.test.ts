@@ -50,6 +50,7 @@ describe("audit log", () => {
       201,
     );
     secrets.push(invitation.code);
+    await expectStatus(await h.request(`/api/orgs/${t.orgId}/invitations/${invitation.id}`, { method: "DELETE", token: t.token }), 204);
     const m = await seedMember(h, t.orgId, "member");
     await expectStatus(await h.request(`/api/orgs/${t.orgId}/members/${m.userId}`, { method: "PATCH", token: t.token, json: { role: "viewer" } }), 200);
     await expectStatus(await h.request(`/api/orgs/${t.orgId}/members/${m.userId}`, { method: "DELETE", token: t.token }), 204);
@@ -101,6 +102,7 @@ describe("audit log", () => {
       ["token.created", "token", minted.id],
       ["token.revoked", "token", minted.id],
       ["member.invited", "invitation", invitation.id],
+      ["invitation.revoked", "invitation", invitation.id],
       ["member.role_changed", "member", m.userId],
       ["member.removed", "member", m.userId],
       ["settings.changed", "settings", t.userId],
