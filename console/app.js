@@ -2,12 +2,13 @@
 /**
  * The console's entry: who is signed in (GET /api/me), the shell (organization switcher,
  * sign-out), and a hash router: #/sign-in, #/projects, #/projects/<id>, #/projects/<id>/deployments, #/settings,
- * #/notifications, #/audit. Hash routes keep every page at `/`, so both runtimes serve one file.
+ * #/notifications, #/audit, #/members, #/tokens. Hash routes keep every page at `/`, so both runtimes serve one file.
  */
 import { activeOrganization, api, ApiError, onSessionEnded, rememberOrganization } from "./api.js";
 import { auditPage } from "./audit.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
+import { membersPage } from "./members.js";
 import { deploymentsPage } from "./deployments.js";
 import { notificationsPage } from "./notifications.js";
 import { unseenBadge } from "./notifications-badge.js";
@@ -15,6 +16,7 @@ import { projectPage } from "./project.js";
 import { projectsPage } from "./projects.js";
 import { settingsPage } from "./settings.js";
 import { signInPage } from "./sign-in.js";
+import { tokensPage } from "./tokens.js";
 
 /**
  * @typedef {{id: string, name: string, role: string}} Organization
@@ -81,9 +83,13 @@ function renderShell(who) {
         "ul",
         {},
         h("li", {}, link("projects", "Projects")),
+        h("li", {}, link("members", "Members")),
+        h("li", {}, link("tokens", "Tokens")),
         h("li", {}, link("settings", "Settings")),
         h("li", {}, link("notifications", "Notifications", unseenBadge(who.tags.includes("notifications:read")))),
         who.tags.includes("org:admin") ? h("li", {}, link("audit", "Audit log")) : null,
+        // The server's own interactive reference (functions/docs.ts), outside the console's hash routes.
+        h("li", {}, h("a", { href: "/api/docs" }, "API reference")),
       ),
     ),
     h(
@@ -144,6 +150,8 @@ async function route() {
   else if (page === "settings") await settingsPage(view, ctx);
   else if (page === "notifications") await notificationsPage(view, ctx);
   else if (page === "audit") await auditPage(view, ctx);
+  else if (page === "members") await membersPage(view, ctx);
+  else if (page === "tokens") await tokensPage(view, ctx);
   else {
     document.title = "Not found · Workspace";
     view.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));

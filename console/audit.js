@@ -20,6 +20,7 @@ const ACTIONS = [
   "token.created",
   "token.revoked",
   "member.invited",
+  "invitation.revoked",
   "member.removed",
   "member.role_changed",
   "settings.changed",
