@@ -39,8 +39,8 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 const FORWARDED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", ...FORWARD_HEADER_NAMES]);
-/** An app that accepted the connection but sends no response head within `headersMs` of silence is answered 502 (tests lower it). */
-export const upstreamTimeouts = { headersMs: 60_000 };
+/** An app that accepted the connection but sends no response head within this is answered 502. */
+export const UPSTREAM_HEADERS_TIMEOUT_MS = 60_000;
 /** After one side of an upgraded connection ends, how long the other may still send before both close. */
 const UPGRADE_END_GRACE_MS = 1_000;
 
@@ -181,11 +181,10 @@ export function proxyHttp(
     };
     const headers = endToEnd(req.rawHeaders);
     if (body === "chunked") headers.push("Transfer-Encoding", "chunked");
-    const upstream = openUpstream(upstreamTo, req, target, headers, f, {});
+    const upstream = openUpstream(upstreamTo, req, target, headers, f, { timeout: UPSTREAM_HEADERS_TIMEOUT_MS });
     // Once the app's answer is complete nothing more can go wrong on this exchange (its connection is pooled or destroyed).
     let answered = false;
     const fail = () => {
-      unwatch();
       upstream.destroy();
       if (answered) return;
       if (!res.headersSent) done({ status: 502, bytes: sendPage(res, "bad_gateway"), badGateway: true });
@@ -194,11 +193,11 @@ export function proxyHttp(
         done({ status: res.statusCode, bytes, badGateway: false });
       }
     };
-    const unwatch = watchHead(upstream, fail);
     upstream.on("error", fail);
+    upstream.on("timeout", fail);
     upstream.on("response", (answer) => {
-      // Streaming may take as long as it takes: the watch guarded the wait for the head only.
-      unwatch();
+      // Streaming may take as long as it takes: the timeout guarded the wait for the head only.
+      upstream.setTimeout(0);
       if (ambiguousAnswer(answer.rawHeaders)) return fail();
       // The app answered before it had the whole body: the rest of the client's body is read and
       // dropped (the client's connection stays framed), and the app's connection is not reused.
@@ -231,54 +230,6 @@ export function proxyHttp(
   });
 }
 
-/**
- * Upstream requests waiting for their answer's head, watched by one timer for all of them instead of a
- * socket timeout per request: on a pooled connection that timeout cost three timer updates per request
- * (set for the request, cleared at the head, set back to the pool's idle timeout), measured on the edge's
- * hot path. Same rule as the socket timeout it replaces: a request whose connection carried no byte either
- * way for upstreamTimeouts.headersMs (or that got no connection at all) before the head came is failed,
- * within a second (a quarter of the timeout, if shorter) of that.
- */
-interface HeadWatch {
-  request: ClientRequest;
-  bytes: number;
-  since: number;
-  fail: () => void;
-}
-const waitingHeads = new Set<HeadWatch>();
-let headSweep: ReturnType<typeof setInterval> | undefined;
-const HEAD_SWEEP_MS = 1_000;
-
-function sweepHeads() {
-  const now = performance.now();
-  for (const w of waitingHeads) {
-    const socket = w.request.socket;
-    const bytes = socket ? socket.bytesRead + socket.bytesWritten : -1;
-    if (bytes !== w.bytes) {
-      w.bytes = bytes;
-      w.since = now;
-    } else if (now - w.since >= upstreamTimeouts.headersMs) {
-      waitingHeads.delete(w);
-      w.fail();
-    }
-  }
-  if (waitingHeads.size === 0 && headSweep) {
-    clearInterval(headSweep);
-    headSweep = undefined;
-  }
-}
-
-/** Watches `request` until its answer's head (the returned function ends the watch); `fail` when it idles too long. */
-function watchHead(request: ClientRequest, fail: () => void): () => void {
-  const w: HeadWatch = { request, bytes: -1, since: performance.now(), fail };
-  waitingHeads.add(w);
-  if (!headSweep) {
-    headSweep = setInterval(sweepHeads, Math.max(10, Math.min(HEAD_SWEEP_MS, upstreamTimeouts.headersMs / 4)));
-    headSweep.unref();
-  }
-  return () => waitingHeads.delete(w);
-}
-
 /** The head of an answer written on a raw socket (the client's upgraded connection, where no ServerResponse exists). */
 function answerHead(status: number, message: string | undefined, headers: string[]): string {
   let text = `HTTP/1.1 ${status} ${message ?? ""}\r\n`;
@@ -305,7 +256,7 @@ export function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer,
       resolve(r);
     };
     const keep = new Set(["upgrade", "connection"]);
-    const upstream = openUpstream(upstreamTo, req, target, endToEnd(req.rawHeaders, keep), f, { timeout: upstreamTimeouts.headersMs, agent: false });
+    const upstream = openUpstream(upstreamTo, req, target, endToEnd(req.rawHeaders, keep), f, { timeout: UPSTREAM_HEADERS_TIMEOUT_MS, agent: false });
     let answered = false;
     const fail = () => {
       upstream.destroy();
