@@ -44,6 +44,11 @@
  * (written when it exits; open in Chrome DevTools). BENCH_EDGE_SERVER=<file> starts
  * that file instead of bench/edge-server.ts (same environment and IPC protocol), to
  * measure a variant of the server against the same app in the same way.
+ * BENCH_BASELINE_SERVER=<file> starts that server file too, as a second edge on the same database
+ * and app, and adds its two cases (`plain-base`, `ruled-base`) to every round: a before/after
+ * comparison in one run, each round's two edges measured under the same background load (e.g. a
+ * copy of bench/edge-server.ts in a worktree of the previous commit; its file name must differ
+ * from edge-server.ts, the compiled entries share dist/bench/).
  * BENCH_CASES=<list> measures only those of direct, plain, ruled, floor (e.g. `plain`
  * with BENCH_CPU_PROF for a profile of the edge's own hot path); the ratios print
  * only when their two cases ran.
@@ -55,7 +60,7 @@
  */
 import autocannon, { type Options, type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -84,6 +89,8 @@ const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_
 const RATE = intEnv("BENCH_RATE", 0, 0, 1_000_000);
 const CASES = new Set((process.env.BENCH_CASES || "direct,plain,ruled,floor").split(",").map((c) => c.trim()));
 const EDGE_SERVER = resolve(process.env.BENCH_EDGE_SERVER || join(HERE, "edge-server.ts"));
+const BASELINE_SERVER = process.env.BENCH_BASELINE_SERVER ? resolve(process.env.BENCH_BASELINE_SERVER) : undefined;
+if (BASELINE_SERVER) CASES.add("plain-base").add("ruled-base");
 const READY_TIMEOUT_MS = 30_000;
 const ROUTE_TIMEOUT_MS = 10_000;
 const WATCHDOG_MS = 120_000 + 3 * ROUNDS * (SECONDS + WARMUP_SECONDS) * 1000;
@@ -197,7 +204,7 @@ async function seed(database: PostgresDatabase, appPort: number): Promise<Seeded
 // ---------------------------------------------------------------- load
 
 interface Target {
-  key: "direct" | "plain" | "ruled" | "floor";
+  key: "direct" | "plain" | "ruled" | "floor" | "plain-base" | "ruled-base";
   name: string;
   url: string;
   headers: Record<string, string>;
@@ -369,13 +376,14 @@ let database: PostgresDatabase | undefined;
 let dataDir: string | undefined;
 let appChild: ChildProcess | undefined;
 let edgeChild: ChildProcess | undefined;
+let baselineChild: ChildProcess | undefined;
 let floorChild: ChildProcess | undefined;
 let cleaning: Promise<void> | undefined;
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     running?.stop();
-    await Promise.allSettled([edgeChild, floorChild, appChild].filter((c): c is ChildProcess => !!c).map(stopChild));
+    await Promise.allSettled([edgeChild, baselineChild, floorChild, appChild].filter((c): c is ChildProcess => !!c).map(stopChild));
     await database?.close().catch(() => {});
     if (db) await db.drop().catch((e) => console.error("bench: dropping the database failed:", e));
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -397,6 +405,19 @@ async function main(): Promise<void> {
     env: { ...process.env, BENCH_DB_URL: db.url, BENCH_DATA_DIR: dataDir, BENCH_OWNER_TOKEN: OWNER_TOKEN },
   });
   const { url: edgeUrl } = await waitForMessage<{ url: string }>(edgeChild, "ready", READY_TIMEOUT_MS, "edge server");
+  let baselineUrl: string | undefined;
+  if (BASELINE_SERVER) {
+    const baselineDir = mkdtempSync(join(tmpdir(), "bench-edge-base-"));
+    // The same secret keys (DATA_DIR/secret-keys): the database's secrets were encrypted with them.
+    cpSync(dataDir, baselineDir, { recursive: true });
+    baselineChild = spawn(process.execPath, [await compiledEntry(BASELINE_SERVER)], {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      env: { ...process.env, BENCH_DB_URL: db.url, BENCH_DATA_DIR: baselineDir, BENCH_OWNER_TOKEN: OWNER_TOKEN },
+    });
+    baselineChild.once("exit", () => rmSync(baselineDir, { recursive: true, force: true }));
+    ({ url: baselineUrl } = await waitForMessage<{ url: string }>(baselineChild, "ready", READY_TIMEOUT_MS, "baseline edge server"));
+  }
 
   // Seeded after the server started: its route table learns the projects from the database's notifications.
   database = await openPostgres(db.url, { migrate: false, max: 2 });
@@ -407,6 +428,12 @@ async function main(): Promise<void> {
     { key: "plain", name: "edge, no rules", url: `${edgeUrl}${PATH}`, headers: { host: `${seeded.plain.slug}.${SHARED_DOMAIN}` } },
     { key: "ruled", name: "edge, 10 rules", url: `${edgeUrl}${PATH}`, headers: { host: `${seeded.ruled.slug}.${SHARED_DOMAIN}` } },
   ];
+  if (baselineUrl) {
+    targets.push(
+      { key: "plain-base", name: "baseline, no rules", url: `${baselineUrl}${PATH}`, headers: { host: `${seeded.plain.slug}.${SHARED_DOMAIN}` } },
+      { key: "ruled-base", name: "baseline, 10 rules", url: `${baselineUrl}${PATH}`, headers: { host: `${seeded.ruled.slug}.${SHARED_DOMAIN}` } },
+    );
+  }
   floorChild = spawn(process.execPath, [...profArgs, "-e", FLOOR], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: { ...process.env, BENCH_APP_PORT: String(appPort) },
@@ -422,12 +449,13 @@ async function main(): Promise<void> {
   const measured = targets.filter((t) => CASES.has(t.key));
   if (WARMUP_SECONDS > 0) for (const t of measured) await load(t, WARMUP_SECONDS, false);
 
-  const runs: Record<Target["key"], Measured[]> = { direct: [], plain: [], ruled: [], floor: [] };
+  const runs: Record<Target["key"], Measured[]> = { direct: [], plain: [], ruled: [], floor: [], "plain-base": [], "ruled-base": [] };
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate the order so no case always runs first (or last) under the same background load.
     const order = measured.map((_, i) => measured[(i + round) % measured.length]!);
     for (const t of order) {
-      const m = await measure(t, t.key === "floor" ? floorChild! : edgeChild, appChild);
+      const front = t.key === "floor" ? floorChild! : t.key.endsWith("-base") ? baselineChild! : edgeChild;
+      const m = await measure(t, front, appChild);
       runs[t.key].push(m);
       if (ROUNDS > 1) log(line(summarize(t.name, [m]), `round ${round + 1}/${ROUNDS}  `));
     }
@@ -439,7 +467,7 @@ async function main(): Promise<void> {
   const ruled = summaryOf("ruled");
   const floor = summaryOf("floor");
   if (ROUNDS > 1) log(`over ${ROUNDS} rounds: mean req/s, percentiles over all rounds' requests`);
-  for (const s of [direct, plain, ruled, floor]) if (s) log(line(s));
+  for (const s of [direct, plain, ruled, floor, summaryOf("plain-base"), summaryOf("ruled-base")]) if (s) log(line(s));
 
   // Every proxied request is a request line (the batching writer flushes within a moment).
   await new Promise((r) => setTimeout(r, 1_000));
@@ -480,7 +508,17 @@ async function main(): Promise<void> {
       const s = [...xs].sort((a, b) => a - b);
       return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
     };
-    for (const key of ["plain", "ruled"] as const) {
+    for (const [key, base] of [
+      ["plain", "plain-base"],
+      ["ruled", "ruled-base"],
+    ] as const) {
+      if (!runs[base].length || runs[base].length !== runs[key].length) continue;
+      const per = runs[key].map((m, i) => summarize("", [m]).rps / summarize("", [runs[base][i]!]).rps);
+      log(
+        `${targets.find((t) => t.key === key)!.name.padEnd(24)} per round vs the baseline's: throughput ratio median ${median(per).toFixed(2)}x (${per.map((r) => r.toFixed(2)).join(", ")})`,
+      );
+    }
+    for (const key of ["plain", "ruled", "plain-base", "ruled-base"] as const) {
       if (runs[key].length !== runs.floor.length) continue;
       const per = runs[key].map((m, i) => {
         const a = summarize("", [m]);
