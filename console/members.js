@@ -56,7 +56,11 @@ export async function membersPage(main, ctx) {
   const isAdmin = ctx.can("org:admin");
   const isOwner = ctx.role === "owner";
   const base = `/orgs/${encodeURIComponent(orgId)}`;
-  const status = h("p", { role: "status" }, "Loading…");
+  // The count is rewritten by every reload; an action's outcome has its own line, so the reload
+  // that follows the action does not erase the message before it is read.
+  const count = h("span", {}, "Loading…");
+  const outcome = h("span", {});
+  const status = h("p", { role: "status" }, count, " ", outcome);
   const rows = h("tbody", {});
   const table = h(
     "table",
@@ -78,10 +82,10 @@ export async function membersPage(main, ctx) {
     try {
       const members = await allMembers(/** @type {string} */ (orgId));
       rows.replaceChildren(...members.map((m) => row(m)));
-      status.textContent = `${members.length} member${members.length === 1 ? "" : "s"}.`;
+      count.textContent = `${members.length} member${members.length === 1 ? "" : "s"}.`;
     } catch (e) {
       rows.replaceChildren();
-      status.replaceChildren(h("span", { role: "alert" }, explain(e)));
+      count.replaceChildren(h("span", { role: "alert" }, explain(e)));
     }
   }
 
@@ -117,7 +121,7 @@ export async function membersPage(main, ctx) {
       if (select.value === m.role) return fail(`${m.email} is already ${m.role}: choose another role first.`);
       try {
         await api("PATCH", `${base}/members/${encodeURIComponent(m.userId)}`, { role: select.value });
-        status.textContent = `${m.email} is now ${select.value}.`;
+        outcome.textContent = `${m.email} is now ${select.value}.`;
         await load();
         focusRow(m.userId, "select");
       } catch (e) {
@@ -143,7 +147,7 @@ export async function membersPage(main, ctx) {
       confirm.addEventListener("click", async () => {
         try {
           await api("DELETE", `${base}/members/${encodeURIComponent(m.userId)}`);
-          status.textContent = `${m.email} was removed.`;
+          outcome.textContent = `${m.email} was removed.`;
           await load();
           heading.focus();
         } catch (e) {
