@@ -16,7 +16,7 @@ import type { ProjectExport } from "./export-schema";
 import { secretContext } from "./env-store";
 import { serviceEnvContext } from "./folder/services";
 import { optionsView, resourcesView } from "./schema";
-import { findProject, hasRepository, type ProjectRow } from "./store";
+import { findProject, hasRepository, type ProjectRow, sourceKind } from "./store";
 
 /** The bundle as the store reads it: the artifact URL is the route's (it needs the upload store), the key is given instead. */
 export type ProjectExportRead = Omit<ProjectExport, "source"> & {
@@ -27,14 +27,6 @@ export type ProjectExportRead = Omit<ProjectExport, "source"> & {
 
 /** Where the project's clone token lives: the context clone-token.ts encrypts it with (and git-store.ts decrypts it with). */
 const cloneTokenContext = (p: Pick<ProjectRow, "orgId" | "id">) => ({ orgId: p.orgId, table: "projects", column: "clone_token", rowId: p.id });
-
-/** Where deployments take the source from: a named repository wins, then an upload project, then a local folder. */
-export function sourceKind(row: ProjectRow): ProjectExport["source"]["kind"] {
-  if (hasRepository(row)) return "git";
-  if (row.gitProvider === "upload") return "upload";
-  if (row.localPath !== null) return "local";
-  return "none";
-}
 
 /**
  * The key of the tarball an upload project's next deployment would take: the

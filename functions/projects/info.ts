@@ -16,9 +16,10 @@ import {
   PROJECT_STATUSES,
   ResourcesSchema,
   resourcesView,
+  SOURCE_KINDS,
   STATUS_DOC,
 } from "./schema";
-import { findProject, freeRoute, projectView } from "./store";
+import { findProject, freeRoute, projectView, sourceView } from "./store";
 
 const DeploymentRef = z
   .object({ id: z.string(), status: z.enum(DEPLOYMENT_STATUSES), commitSha: z.string().nullable(), createdAt: z.string(), finishedAt: z.string().nullable() })
@@ -42,7 +43,7 @@ export const InfoSchema = z
       lastDeployment: DeploymentRef.nullable(),
     }),
     source: z.object({
-      kind: z.enum(["git", "upload", "none"]),
+      kind: z.enum(SOURCE_KINDS).openapi({ description: "As the project's `source.kind` (GET /api/projects/{id})" }),
       provider: GitProvider.nullable(),
       owner: z.string().nullable(),
       repo: z.string().nullable(),
@@ -56,6 +57,7 @@ export const InfoSchema = z
       linkedAt: z.string().nullable().openapi({ description: "When git/link checked and linked the repository; null when only named by PATCH" }),
       autoDeploy: z.boolean(),
       cloneToken: z.object({ hasToken: z.boolean(), setAt: z.string().nullable() }),
+      localPath: z.string().nullable().openapi({ description: "The folder's real path when `kind` is `local`; null otherwise" }),
     }),
   })
   .openapi("ProjectInfo");
@@ -99,7 +101,7 @@ export const infoRouter = createRouter()
     const last = await lastDeployment(db, row.id);
     const serving = await servingDeployment(db, row.id);
     const options = optionsView(row.options);
-    const kind: "git" | "upload" | "none" = row.gitProvider === "upload" ? "upload" : row.gitOwner && row.gitRepo ? "git" : "none";
+    const { kind, localPath } = sourceView(row);
     const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("git").hosts) : null;
     return c.json(
       {
@@ -126,6 +128,7 @@ export const infoRouter = createRouter()
           linkedAt: row.gitLinkedAt?.toISOString() ?? null,
           autoDeploy: row.autoDeploy,
           cloneToken: { hasToken: Boolean(row.cloneTokenCiphertext), setAt: row.cloneTokenSetAt?.toISOString() ?? null },
+          localPath,
         },
       },
       200,

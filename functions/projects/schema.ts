@@ -175,6 +175,23 @@ export const GitSourceSchema = z
 
 export type GitSourceView = z.infer<typeof GitSourceSchema>;
 
+/** Where a project's deployments take their source from (sourceKind in store.ts decides). */
+export const SOURCE_KINDS = ["git", "upload", "local", "none"] as const;
+
+export const ProjectSourceSchema = z
+  .object({
+    kind: z.enum(SOURCE_KINDS).openapi({
+      description:
+        "Where the next deployment takes its source from: `git` a named repository (it wins over the rest), `upload` folders uploaded with `wsp deploy` or the folder-upload routes (each deployment records its own upload), `local` a folder on the self-hosted machine (`localPath`), `none` nothing yet",
+    }),
+    repository: z
+      .object({ provider: z.enum(HOST_PROVIDERS), owner: z.string(), repo: z.string(), branch: z.string().nullable().openapi({ description: GIT_BRANCH_DOC }) })
+      .nullable()
+      .openapi({ description: "The named repository when `kind` is `git`; null otherwise" }),
+    localPath: z.string().nullable().openapi({ description: "The folder's real path when `kind` is `local` (POST /api/projects/import); null otherwise" }),
+  })
+  .openapi("ProjectSource");
+
 export const ProjectSchema = z
   .object({
     id: z.string(),
@@ -194,6 +211,7 @@ export const ProjectSchema = z
     gitRepo: z.string().nullable(),
     gitBranch: z.string().nullable(),
     git: ProjectGitSchema,
+    source: ProjectSourceSchema,
     routes: z.object({ free: FreeRouteSchema, domains: z.array(DomainSchema) }),
     latestDeployment: DeploymentSummary.nullable(),
     needsRedeploy: z.boolean().openapi({ description: NEEDS_REDEPLOY_DOC("any of its environments' current deployment") }),

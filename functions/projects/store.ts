@@ -13,7 +13,9 @@ import { newId } from "../../shared/ids";
 import { projectRedeployState, redeployStates } from "../deployments/config-drift";
 import { slugCandidates } from "./slug";
 import { projectStates } from "./status";
-import type { ProjectView } from "./schema";
+import type { z } from "@hono/zod-openapi";
+import type { GitProvider } from "../../shared/git/hosts";
+import type { ProjectSourceSchema, ProjectView, SOURCE_KINDS } from "./schema";
 
 export type ProjectRow = typeof projects.$inferSelect;
 /** Columns to write: values, or SQL computed from the row (e.g. `mergeOptions`). */
@@ -89,6 +91,27 @@ export function hasRepository(row: ProjectRow): boolean {
   return !!row.gitProvider && row.gitProvider !== "upload" && !!row.gitOwner && !!row.gitRepo;
 }
 
+/** Where deployments take the source from: a named repository wins, then an upload project, then a local folder. */
+export function sourceKind(row: ProjectRow): (typeof SOURCE_KINDS)[number] {
+  if (hasRepository(row)) return "git";
+  if (row.gitProvider === "upload") return "upload";
+  if (row.localPath !== null) return "local";
+  return "none";
+}
+
+/** The project's source as GET /api/projects/:id and /info answer it: only the fields of its kind are set. */
+export function sourceView(row: ProjectRow): z.infer<typeof ProjectSourceSchema> {
+  const kind = sourceKind(row);
+  return {
+    kind,
+    repository:
+      kind === "git"
+        ? { provider: row.gitProvider as GitProvider, owner: row.gitOwner!, repo: row.gitRepo!, branch: row.gitBranch ?? row.gitDefaultBranch }
+        : null,
+    localPath: kind === "local" ? row.localPath : null,
+  };
+}
+
 export function lastPush(row: ProjectRow) {
   return row.lastPushCommit && row.lastPushAt ? { commit: row.lastPushCommit, branch: row.lastPushBranch, at: row.lastPushAt.toISOString() } : null;
 }
@@ -132,6 +155,7 @@ export async function projectViews(ex: Executor, rows: ProjectRow[], config: Ser
         autoDeploy: row.autoDeploy,
         lastPush: lastPush(row),
       },
+      source: sourceView(row),
       routes: {
         free: freeRoute(row, config),
         domains: domainRows

@@ -153,8 +153,11 @@ describe("local folders", () => {
       201,
     );
     expect(p).toMatchObject({ localPath: dir, name: dir.split("/").pop(), status: "created", framework: "express" });
-    // GET /api/projects/{id} still reads a real project; /local reaches the list.
-    await expectStatus(await call(server, t, `/api/projects/${p.id}`), 200);
+    // GET /api/projects/{id} still reads a real project, and names the folder as its source (so does /info); /local reaches the list.
+    const read = await expectStatus(await call(server, t, `/api/projects/${p.id}`), 200);
+    expect(read.source).toEqual({ kind: "local", repository: null, localPath: dir });
+    const info = await expectStatus(await call(server, t, `/api/projects/${p.id}/info`), 200);
+    expect(info.source).toMatchObject({ kind: "local", localPath: dir, repositoryUrl: null });
     const list = await expectStatus<{ items: Array<Record<string, unknown>> }>(await call(server, t, "/api/projects/local"), 200);
     expect(list.items).toEqual([expect.objectContaining({ id: p.id, localPath: dir, exists: true })]);
     // Another organization sees none of it.
