@@ -11,6 +11,8 @@ import { h } from "./dom.js";
 import { clearErrors, explain, field, showFieldError, showProblem } from "./forms.js";
 import { envVarsSection } from "./env-vars.js";
 import { environmentsSection } from "./environments.js";
+import { deleteSection } from "./project-delete.js";
+import { domainsSection } from "./project-domains.js";
 import { statusBadge } from "./projects.js";
 
 /**
@@ -59,6 +61,7 @@ export async function projectPage(main, ctx, id) {
         `Read-only: your role in this organization is ${ctx.role ?? "unknown"}, which does not include project:write. A member, admin or owner can change resources and variables.`,
       );
   const envVars = await envVarsSection(id, canWrite);
+  const domains = domainsSection(id, canWrite);
   main.replaceChildren(
     back,
     heading,
@@ -68,7 +71,23 @@ export async function projectPage(main, ctx, id) {
     resourcesSection(id, canWrite),
     environmentsSection(id, canWrite, () => envVars.dispatchEvent(new Event("environments-changed"))),
     envVars,
+    domains.section,
+    deleteSection(project, ctx),
   );
+  await domains.load();
+}
+
+/** The source line: where the next deployment takes its source from. @param {any} source */
+export function sourceText(source) {
+  if (!source || source.kind === "none") return "No source yet";
+  if (source.kind === "git" && source.repository) {
+    const r = source.repository;
+    const host = { github: "GitHub", gitlab: "GitLab", bitbucket: "Bitbucket" }[/** @type {string} */ (r.provider)] ?? r.provider;
+    return `${host} ${r.owner}/${r.repo}${r.branch ? `, branch ${r.branch}` : ", default branch"}`;
+  }
+  if (source.kind === "upload") return "Uploaded folders";
+  if (source.kind === "local") return `Local folder ${source.localPath ?? ""}`.trim();
+  return String(source.kind);
 }
 
 /** @param {any} p */
@@ -84,6 +103,7 @@ function overview(p) {
       "dl",
       { class: "facts" },
       item("Status", [statusBadge(p.status), p.asleep ? " (asleep)" : "", p.statusReason ? h("p", { class: "status-reason" }, p.statusReason) : null]),
+      item("Source", sourceText(p.source)),
       item("Location", p.location),
       item("Latest deployment", p.latestDeployment ? `${p.latestDeployment.status} · ${new Date(p.latestDeployment.createdAt).toLocaleString()}` : "none yet"),
       item("Free route", [free.hostname, " ", h("span", { class: "sub" }, `(${free.state})`)]),

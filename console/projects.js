@@ -22,7 +22,15 @@ export async function projectsPage(main, ctx) {
   document.title = "Projects · Workspace";
   const heading = h("h1", { tabindex: "-1" }, "Projects");
   const status = h("p", { role: "status" }, "Loading projects…");
-  main.replaceChildren(heading, status);
+  // A deletion on the project page left its outcome here (console/project-delete.js).
+  let deleted = null;
+  try {
+    deleted = sessionStorage.getItem("wsp.deletedProject");
+    sessionStorage.removeItem("wsp.deletedProject");
+  } catch {
+    // Storage refused: no message to show.
+  }
+  main.replaceChildren(heading, deleted ? h("p", { role: "status", class: "saved" }, deleted) : "", status);
   if (!ctx.can("project:list")) {
     status.textContent = `Your role (${ctx.role ?? "none"}) in this organization cannot list projects (it needs project:list).`;
     return;
