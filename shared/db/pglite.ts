@@ -26,6 +26,7 @@ import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
 import { openPgliteWorker } from "./pglite-client";
+import { seedDataDir } from "./pglite-template";
 import { appliedBetween, isCurrent, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PgliteDatabase {
@@ -41,11 +42,24 @@ export interface PgliteDatabase {
   close(): Promise<void>;
 }
 
-export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob | File; migrate?: boolean }): Promise<PgliteDatabase> {
+export interface OpenPgliteOptions {
+  dataDir?: string;
+  loadDataDir?: Blob | File;
+  migrate?: boolean;
+  /**
+   * A missing or empty `dataDir` starts as a copy of the migrated template
+   * (pglite-template.ts), made on the first such open, instead of PGlite's initdb.
+   */
+  template?: boolean;
+}
+
+export async function openPglite(opts: OpenPgliteOptions): Promise<PgliteDatabase> {
+  const seeded = opts.template && opts.dataDir ? await seedDataDir(opts.dataDir, makeMigrated) : "existing";
   const client = (await openPgliteWorker({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir })) as unknown as PGlite;
   try {
     const db = drizzle(client, { schema }) as unknown as Db;
-    const migrated = opts.migrate !== false ? await migratePglite(client) : [];
+    // A copy of the template is this open's migrating: its migrations are reported as applied now.
+    const migrated = opts.migrate !== false ? await migratePglite(client, seeded === "template") : [];
     return { db, client, migrated, close: () => client.close() };
   } catch (e) {
     await client.close().catch(() => {});
@@ -53,14 +67,24 @@ export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob | 
   }
 }
 
+/** Initialises and migrates a new data directory at `dir` (the template), then closes it. */
+async function makeMigrated(dir: string): Promise<void> {
+  const client = (await openPgliteWorker({ dataDir: dir })) as unknown as PGlite;
+  try {
+    await migratePglite(client);
+  } finally {
+    await client.close();
+  }
+}
+
 /** Applies the code's migrations (one connection: nothing else can migrate meanwhile); refuses a database migrated by a newer version. */
-async function migratePglite(client: PGlite): Promise<string[]> {
+async function migratePglite(client: PGlite, fromTemplate = false): Promise<string[]> {
   const raw = drizzle(client);
   const before = await readAppliedTimes(raw);
   refuseNewerDatabase(before);
   // The usual start: every migration of the code is recorded. drizzle's migrate() would then still read and hash
   // every migration file and apply nothing (it applies only those newer than the newest row), so it is skipped.
-  if (isCurrent(before)) return [];
+  if (isCurrent(before)) return fromTemplate ? appliedBetween([], before) : [];
   await migrate(raw, { migrationsFolder: MIGRATIONS_DIR });
   return appliedBetween(before, await readAppliedTimes(raw));
 }

@@ -412,7 +412,7 @@ describe("the npm start launcher", () => {
       return r.stdout.trim();
     };
     const bundleTime = () => statSync(join(root, "dist", "node", "server.mjs")).mtimeMs;
-    return { version, run, bundleTime };
+    return { root, version, run, bundleTime };
   }
 
   it("builds on first start, reuses the build while nothing changed, and rebuilds after any change", async () => {
@@ -425,6 +425,15 @@ describe("the npm start launcher", () => {
     // Same length, same second: only the content differs.
     p.version("two");
     expect(p.run()).toBe("running two");
+    const rebuilt = p.bundleTime();
+    // Written again with the same content (a checkout, a touch): the quick stamp differs, the content decides: no rebuild.
+    p.version("two");
+    expect(p.run()).toBe("running two");
+    expect(p.bundleTime()).toBe(rebuilt);
+    // A new file is an input too.
+    writeFileSync(join(p.root, "shared", "extra.ts"), "export {};\n");
+    expect(p.run()).toBe("running two");
+    expect(p.bundleTime()).not.toBe(rebuilt);
   }, 60_000);
 });
 
