@@ -6,7 +6,8 @@
  * runtime logs live (the newest lines first read as a page, then the stream after the last
  * of them, so nothing is missed or shown twice), each line labelled with its environment and
  * deployment, narrowed to one environment by a filter. Streams stop when the page is left.
- * With project:write each row can also be canceled or promoted (deployments-actions.js).
+ * With project:write each row can also be canceled or promoted (deployments-actions.js). A queued
+ * deployment waiting for a build server says why beside its status (deployments-waiting.js).
  */
 import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
@@ -14,6 +15,7 @@ import { clearErrors, explain, field, showProblem } from "./forms.js";
 import { rowActions } from "./deployments-actions.js";
 import { logRegion, withoutEscapes } from "./deployments-log.js";
 import { followStream } from "./deployments-stream.js";
+import { waitingNote, waitingWords } from "./deployments-waiting.js";
 import { statusBadge } from "./projects.js";
 
 /** Deployments a page of the list shows. */
@@ -24,7 +26,8 @@ const RUNTIME_BACKLOG = 200;
 /**
  * @typedef {{id: string, projectId: string, environment: string, status: string, current: boolean, source: string,
  *   gitOwner: string | null, gitRepo: string | null, branch: string | null, commitSha: string | null,
- *   failureReason: string | null, createdAt: string, finishedAt: string | null, crashedAt: string | null, prunedAt: string | null}} Deployment
+ *   failureReason: string | null, createdAt: string, finishedAt: string | null, crashedAt: string | null, prunedAt: string | null,
+ *   serverLabels?: string[], waitingFor?: string | null, waitingMessage?: string | null}} Deployment
  */
 
 /** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
@@ -277,7 +280,8 @@ function deploySection(projectId, environments, queued) {
     try {
       /** @type {Deployment} */
       const d = await api("POST", "/deployments", { projectId, environment: environment.value || undefined });
-      done.textContent = `Queued ${d.id} (${d.environment}); its build log follows below.`;
+      const waiting = waitingWords(d);
+      done.textContent = `Queued ${d.id} (${d.environment})${waiting ? `. ${waiting}` : "; its build log follows below."}`;
       await queued(d);
     } catch (e) {
       showProblem(form, e);
@@ -450,6 +454,7 @@ function rows(d, opts, actions) {
       "td",
       {},
       statusBadge(d.status),
+      waitingNote(d),
       d.crashedAt ? h("span", { class: "sub" }, `crashed ${when(d.crashedAt)}`) : null,
       reason ? h("span", { class: "failure" }, reason.headline) : null,
     ),

@@ -55,7 +55,10 @@ export interface WorkerEdgeDeps {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and the ones this edge sets itself; never forwarded. */
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) and the ones this edge sets itself; never forwarded. `Upgrade` is
+ * kept: `Upgrade: websocket` is what makes the runtime's fetch open a WebSocket to the server.
+ */
 const DROPPED = new Set([
   "connection",
   "keep-alive",
@@ -163,7 +166,10 @@ export async function serveAppRequest(request: Request, target: EdgeTarget | "un
     deps.logger.error("edge_forward_failed", { projectId: live.projectId, error: (error as Error).message });
     return stop("server_unreachable");
   }
-  // A WebSocket (101): the runtime relays it as it is.
+  // A WebSocket (101, the server's socket in answer.webSocket): returned as it is, the runtime relays it to
+  // the client message by message, both ways, closes included (each hop negotiates its own extensions).
+  // Logged once, when the tunnel opens, with no bytes, as the self-hosted edge logs one. An app's other
+  // answers to an upgrade are relayed below. Tested end to end: test/node/worker-edge-websocket.test.ts.
   if (answer.status === 101 || !answer.body) {
     await log(answer.status, 0, null, live);
     return answer;
