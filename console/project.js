@@ -1,6 +1,7 @@
 // @ts-check
 /**
- * A project: status, routes and domains (GET /api/projects/{id}), resources
+ * A project (GET /api/projects/{id}): its overview (project-overview.js: status, the app's address,
+ * the deployment serving and the latest one apart), its git card (project-git.js), resources
  * (PATCH /api/projects/{id}/resources, bounds checked in the form before sending), its
  * environments with a form creating a preview (environments.js) and the env vars of an
  * environment (env-vars.js). Without project:write the forms are shown
@@ -13,7 +14,7 @@ import { envVarsSection } from "./env-vars.js";
 import { environmentsSection } from "./environments.js";
 import { deleteSection } from "./project-delete.js";
 import { domainsSection } from "./project-domains.js";
-import { statusBadge } from "./projects.js";
+import { overviewSection } from "./project-overview.js";
 
 /**
  * @typedef {{cpuCores: number, memoryMb: number}} Allotment
@@ -62,63 +63,29 @@ export async function projectPage(main, ctx, id) {
       );
   const envVars = await envVarsSection(id, canWrite);
   const domains = domainsSection(id, canWrite);
+  // Loaded with the page that shows it: app.js fetches every statically imported module with the first page, within a budget.
+  const { gitSection } = await import("./project-git.js");
+  const git = gitSection(id, ctx);
   main.replaceChildren(
     back,
     heading,
-    h("p", {}, h("a", { href: `#/projects/${encodeURIComponent(id)}/deployments` }, "Deployments"), " (history, build and runtime logs)"),
+    h(
+      "ul",
+      { class: "plain page-links" },
+      h("li", {}, h("a", { href: `#/projects/${encodeURIComponent(id)}/deployments` }, "Deployments"), " (history, build and runtime logs)"),
+      h("li", {}, h("a", { href: `#/projects/${encodeURIComponent(id)}/requests` }, "HTTP requests"), " (server logs, live)"),
+      h("li", {}, h("a", { href: `#/projects/${encodeURIComponent(id)}/rules` }, "Route rules"), " (rate limits, bans, allow and deny)"),
+    ),
     readOnly ?? "",
-    overview(project),
+    overviewSection(project, canWrite),
+    git.section,
     resourcesSection(id, canWrite),
     environmentsSection(id, canWrite, () => envVars.dispatchEvent(new Event("environments-changed"))),
     envVars,
     domains.section,
     deleteSection(project, ctx),
   );
-  await domains.load();
-}
-
-/** The source line: where the next deployment takes its source from. @param {any} source */
-export function sourceText(source) {
-  if (!source || source.kind === "none") return "No source yet";
-  if (source.kind === "git" && source.repository) {
-    const r = source.repository;
-    const host = { github: "GitHub", gitlab: "GitLab", bitbucket: "Bitbucket" }[/** @type {string} */ (r.provider)] ?? r.provider;
-    return `${host} ${r.owner}/${r.repo}${r.branch ? `, branch ${r.branch}` : ", default branch"}`;
-  }
-  if (source.kind === "upload") return "Uploaded folders";
-  if (source.kind === "local") return `Local folder ${source.localPath ?? ""}`.trim();
-  return String(source.kind);
-}
-
-/** @param {any} p */
-function overview(p) {
-  const free = p.routes.free;
-  /** @param {string} term @param {import("./dom.js").Child} value */
-  const item = (term, value) => [h("dt", {}, term), h("dd", {}, value)];
-  return h(
-    "section",
-    { "aria-labelledby": "overview-heading" },
-    h("h2", { id: "overview-heading" }, "Status and domains"),
-    h(
-      "dl",
-      { class: "facts" },
-      item("Status", [statusBadge(p.status), p.asleep ? " (asleep)" : "", p.statusReason ? h("p", { class: "status-reason" }, p.statusReason) : null]),
-      item("Source", sourceText(p.source)),
-      item("Location", p.location),
-      item("Latest deployment", p.latestDeployment ? `${p.latestDeployment.status} · ${new Date(p.latestDeployment.createdAt).toLocaleString()}` : "none yet"),
-      item("Free route", [free.hostname, " ", h("span", { class: "sub" }, `(${free.state})`)]),
-      item(
-        "Domains",
-        p.routes.domains.length === 0
-          ? "none connected"
-          : h(
-              "ul",
-              { class: "plain" },
-              p.routes.domains.map((/** @type {any} */ d) => h("li", {}, d.hostname, d.primary ? h("span", { class: "badge" }, "primary") : null)),
-            ),
-      ),
-    ),
-  );
+  await Promise.all([domains.load(), git.load()]);
 }
 
 /**

@@ -1,5 +1,8 @@
 // @ts-check
-/** The projects list: GET /api/projects/home (this instance's projects, and a linked cloud's). */
+/**
+ * The projects list: GET /api/projects/home (this instance's projects, and a linked cloud's), with
+ * a "New project" link (#/projects/new) for roles with project:write.
+ */
 import { api } from "./api.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
@@ -30,7 +33,9 @@ export async function projectsPage(main, ctx) {
   } catch {
     // Storage refused: no message to show.
   }
-  main.replaceChildren(heading, deleted ? h("p", { role: "status", class: "saved" }, deleted) : "", status);
+  const canCreate = ctx.can("project:write");
+  const create = canCreate ? h("p", {}, h("a", { href: "#/projects/new", class: "button" }, "New project")) : null;
+  main.replaceChildren(heading, create ?? "", deleted ? h("p", { role: "status", class: "saved" }, deleted) : "", status);
   if (!ctx.can("project:list")) {
     status.textContent = `Your role (${ctx.role ?? "none"}) in this organization cannot list projects (it needs project:list).`;
     return;
@@ -64,7 +69,9 @@ export async function projectsPage(main, ctx) {
       const count = body.children.length;
       status.textContent =
         count === 0
-          ? "No projects yet. Create one with the CLI (wsp deploy) or POST /api/projects."
+          ? canCreate
+            ? "No projects yet. Create one with New project: upload a folder, or link a git repository."
+            : "No projects yet. A member, admin or owner can create one."
           : `${count} project${count === 1 ? "" : "s"}${page.nextCursor ? " shown" : ""}.`;
     } catch (e) {
       status.textContent = explain(e);

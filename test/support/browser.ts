@@ -54,8 +54,9 @@ export interface ConsoleServer {
 /**
  * startSelfHosted as `npm start` runs it (runner off: no app is deployed here), mail to a test
  * SMTP receiver unless `mail` is false (an instance without e-mail, where sign-in is by token).
+ * `env` adds settings (a git host's base URL, LOCAL_ROOTS).
  */
-export async function startConsoleServer(prefix: string, opts: { mail?: boolean } = {}): Promise<ConsoleServer> {
+export async function startConsoleServer(prefix: string, opts: { mail?: boolean; env?: Record<string, string> } = {}): Promise<ConsoleServer> {
   const pgUrl = inject("pgUrl");
   if (!pgUrl) throw new Error("The console browser tests need Postgres at 127.0.0.1:5432 (see TOOLCHAIN.md)");
   const smtp = await startSmtpReceiver();
@@ -82,6 +83,7 @@ export async function startConsoleServer(prefix: string, opts: { mail?: boolean 
       SHARED_DOMAIN: "apps.test",
       RUNNER: "off",
       ...(opts.mail === false ? {} : { SMTP_URL: smtp.url, EMAIL_FROM: "Workspace <sign-in@workspace.test>" }),
+      ...opts.env,
     });
     server = await startSelfHosted(config, () => {});
     database = await openPostgres(db.url, { migrate: false, max: 2 });
