@@ -1,22 +1,42 @@
 // @ts-check
 /**
  * The console's entry: who is signed in (GET /api/me), the shell (organization switcher,
- * sign-out), and a hash router: #/sign-in, #/projects, #/projects/<id>, #/projects/<id>/deployments, #/settings,
- * #/notifications, #/audit, #/members, #/tokens. Hash routes keep every page at `/`, so both runtimes serve one file.
+ * sign-out), and a hash router: #/sign-in, #/projects, #/projects/new, #/projects/<id>, #/projects/<id>/deployments,
+ * #/projects/<id>/requests, #/projects/<id>/rules, #/servers, #/settings, #/notifications, #/audit, #/members, #/tokens. Hash routes keep every page at `/`, so both runtimes serve one file.
  */
 import { activeOrganization, api, ApiError, onSessionEnded, rememberOrganization } from "./api.js";
-import { auditPage } from "./audit.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
-import { membersPage } from "./members.js";
-import { deploymentsPage } from "./deployments.js";
-import { notificationsPage } from "./notifications.js";
 import { unseenBadge } from "./notifications-badge.js";
-import { projectPage } from "./project.js";
 import { projectsPage } from "./projects.js";
-import { settingsPage } from "./settings.js";
 import { signInPage } from "./sign-in.js";
-import { tokensPage } from "./tokens.js";
+
+/**
+ * The other pages are fetched when first visited (index.html preloads only the shell, sign-in and
+ * projects): a cold load of the console carries what its first page needs, not every page
+ * (test/node/console-browser.test.ts holds it under 300 KB).
+ * @type {Record<string, () => Promise<(view: HTMLElement, ctx: Ctx, id: string) => Promise<void>>>}
+ */
+const PAGES = {
+  "projects/new": () => import("./project-new.js").then((m) => m.newProjectPage),
+  "projects/:id": () => import("./project.js").then((m) => m.projectPage),
+  "projects/:id/deployments": () => import("./deployments.js").then((m) => m.deploymentsPage),
+  "projects/:id/requests": () => import("./request-logs.js").then((m) => m.requestLogsPage),
+  "projects/:id/rules": () => import("./route-rules.js").then((m) => m.routeRulesPage),
+  servers: () => import("./servers.js").then((m) => m.serversPage),
+  settings: () => import("./settings.js").then((m) => m.settingsPage),
+  notifications: () => import("./notifications.js").then((m) => m.notificationsPage),
+  audit: () => import("./audit.js").then((m) => m.auditPage),
+  members: () => import("./members.js").then((m) => m.membersPage),
+  tokens: () => import("./tokens.js").then((m) => m.tokensPage),
+};
+
+/** The PAGES key of a hash's path. @param {string} page @param {string | undefined} id @param {string | undefined} sub */
+function pageKey(page, id, sub) {
+  if (page !== "projects" || !id) return page;
+  if (id === "new") return "projects/new";
+  return sub ? `projects/:id/${sub}` : "projects/:id";
+}
 
 /**
  * @typedef {{id: string, name: string, role: string}} Organization
@@ -83,6 +103,7 @@ function renderShell(who) {
         "ul",
         {},
         h("li", {}, link("projects", "Projects")),
+        h("li", {}, link("servers", "Servers")),
         h("li", {}, link("members", "Members")),
         h("li", {}, link("tokens", "Tokens")),
         h("li", {}, link("settings", "Settings")),
@@ -144,15 +165,23 @@ async function route() {
   // Each page renders into its own element: a slower earlier page that finishes late writes into a detached one.
   const view = h("div", { class: "view" });
   main.replaceChildren(view);
-  if (page === "projects" && id && sub === "deployments") await deploymentsPage(view, ctx, decodeURIComponent(id));
-  else if (page === "projects" && id) await projectPage(view, ctx, decodeURIComponent(id));
-  else if (page === "projects") await projectsPage(view, ctx);
-  else if (page === "settings") await settingsPage(view, ctx);
-  else if (page === "notifications") await notificationsPage(view, ctx);
-  else if (page === "audit") await auditPage(view, ctx);
-  else if (page === "members") await membersPage(view, ctx);
-  else if (page === "tokens") await tokensPage(view, ctx);
-  else {
+  const key = pageKey(page, id, sub);
+  const loader = PAGES[key];
+  if (page === "projects" && !id) await projectsPage(view, ctx);
+  else if (loader) {
+    let render;
+    try {
+      render = await loader();
+    } catch {
+      // The module could not be fetched (a dropped connection, a new console deployed meanwhile).
+      view.replaceChildren(
+        h("h1", { tabindex: "-1" }, "Page not loaded"),
+        h("p", { role: "alert" }, "This page could not be loaded. Check the connection, then reload."),
+      );
+      return focusMain();
+    }
+    if (view.isConnected) await render(view, ctx, decodeURIComponent(id ?? ""));
+  } else {
     document.title = "Not found · Workspace";
     view.replaceChildren(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/projects" }, "Go to projects")));
   }
