@@ -15,6 +15,8 @@
  *   node functions/start.mjs                  build if stale, then serve
  *   node functions/start.mjs --build-only     build if stale, then exit
  *   node functions/start.mjs --build-only --force   rebuild whatever the stamp
+ *   node functions/start.mjs --build-only --template   build if stale, then make the
+ *       embedded database's template (npm's postinstall: never fails the install)
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -26,6 +28,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Two levels below the root, like the sources: paths the code builds from import.meta.url (migrations/) still resolve.
 const OUT_DIR = join(ROOT, "dist", "node");
 const BUNDLE = join(OUT_DIR, "server.mjs");
+const TEMPLATE_ENTRY = join(OUT_DIR, "prepare-template.mjs");
 const STAMP = join(OUT_DIR, "stamp");
 // migrations/: the journal is bundled (the migration level readiness and start-up compare against).
 const INPUT_DIRS = ["functions", "shared", "migrations"];
@@ -91,11 +94,22 @@ function writeStamp(stamp, quick) {
   renameSync(STAMP + suffix, STAMP);
 }
 
+/** The server, and the install-time template maker where the checkout has it. */
+function entryPoints() {
+  const entries = { server: join(ROOT, "functions", "node.ts") };
+  const template = join(ROOT, "functions", "self-hosted", "prepare-template.ts");
+  if (existsSync(template)) entries["prepare-template"] = template;
+  return entries;
+}
+
 /** Bundles functions/node.ts into dist/node/; every file is written aside then renamed, the stamp last. */
 async function build(stamp, quick) {
   const { build: esbuild, stop } = await import("esbuild");
   // esbuild's service process would otherwise stay a child of the server for its whole life.
-  const result = await esbuild({ ...nodeBundleOptions({ server: join(ROOT, "functions", "node.ts") }, OUT_DIR), write: false }).finally(() => stop());
+  const result = await esbuild({
+    ...nodeBundleOptions(entryPoints(), OUT_DIR),
+    write: false,
+  }).finally(() => stop());
   mkdirSync(OUT_DIR, { recursive: true });
   const suffix = `.${process.pid}.tmp`;
   for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);
@@ -116,7 +130,9 @@ if (args.includes("--force") || last.quick !== quick) {
   } catch (e) {
     rmSync(STAMP, { force: true });
     console.error(`Could not build the server into ${relative(ROOT, OUT_DIR)}/: ${e instanceof Error ? e.message : e}`);
-    process.exit(1);
+    // At install time a failed build is not the install's failure: the first start builds again and says why.
+    process.exit(args.includes("--template") ? 0 : 1);
   }
 }
+if (args.includes("--template") && existsSync(TEMPLATE_ENTRY)) await import(pathToFileURL(TEMPLATE_ENTRY).href);
 if (!args.includes("--build-only")) await import(pathToFileURL(BUNDLE).href);

@@ -33,9 +33,6 @@ export interface RunningServer {
  * "ready in" counts from; the entry point passes 0, the process's start.
  */
 export async function startSelfHosted(config: NodeConfig, print: (line: string) => void = console.log, startedAt = performance.now()): Promise<RunningServer> {
-  // Loads while the database opens (see serving.ts); awaited once it is open. A start refused before then ignores it.
-  const loading = import("./serving");
-  loading.catch(() => {});
   // Refusals that need nothing created come first: an unsafe DATA_DIR, then a port that is taken.
   checkDataDir(config.dataDir);
   const fdLimit = raiseFdLimit();
@@ -55,7 +52,12 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     if (!config.databaseUrl) unlock = lockDataDir(config.dataDir);
     const pgliteDir = join(config.dataDir, "pglite");
     if (!config.databaseUrl) ensurePrivateDir(pgliteDir);
-    const database = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite({ dataDir: pgliteDir, template: true });
+    const opening = config.databaseUrl ? openPostgres(config.databaseUrl) : openPglite({ dataDir: pgliteDir, template: true });
+    // The rest of the server loads while the database opens (see serving.ts): started after the open, whose worker
+    // thread then starts first; awaited once the database is open. A start refused before then ignores it.
+    const loading = import("./serving");
+    loading.catch(() => {});
+    const database = await opening;
     if (!config.databaseUrl) makeTreePrivate(pgliteDir);
     const keyring = await createKeyring(loadOrCreateKeySpec(config.dataDir, config.secretKeys));
     // Other keys than the data's (a restore elsewhere, a lost SECRET_KEYS) are refused before anything reads a secret.

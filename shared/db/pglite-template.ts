@@ -66,6 +66,18 @@ export async function seedDataDir(dataDir: string, make: (dir: string) => Promis
   }
 }
 
+/**
+ * Makes the template for this key when there is none (npm's postinstall, through
+ * functions/self-hosted/prepare-template.ts), so that even the first start copies it.
+ * "made" or "existing".
+ */
+export async function ensureTemplate(make: (dir: string) => Promise<void>, root = TEMPLATE_ROOT): Promise<"made" | "existing"> {
+  const template = join(root, templateKey());
+  if (isInitialised(template)) return "existing";
+  await makeTemplate(template, make);
+  return "made";
+}
+
 /** Made aside and renamed into place: a concurrent start, or one killed half-way, never sees a partial template. */
 async function makeTemplate(template: string, make: (dir: string) => Promise<void>): Promise<void> {
   const root = dirname(template);

@@ -26,7 +26,7 @@ import * as schema from "./schema";
 import type { Db } from "./types";
 import { MIGRATIONS_DIR } from "./migrations-dir";
 import { openPgliteWorker } from "./pglite-client";
-import { seedDataDir } from "./pglite-template";
+import { ensureTemplate, seedDataDir } from "./pglite-template";
 import { appliedBetween, isCurrent, readAppliedTimes, refuseNewerDatabase } from "./migration-level";
 
 export interface PgliteDatabase {
@@ -66,6 +66,9 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<PgliteDatabas
     throw e;
   }
 }
+
+/** Makes the migrated template ahead of any start (pglite-template.ts), unless it exists. */
+export const ensurePgliteTemplate = () => ensureTemplate(makeMigrated);
 
 /** Initialises and migrates a new data directory at `dir` (the template), then closes it. */
 async function makeMigrated(dir: string): Promise<void> {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CODE_MIGRATIONS } from "../../shared/db/migration-level";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
-import { isInitialised, seedDataDir, templateKey } from "../../shared/db/pglite-template";
+import { ensureTemplate, isInitialised, seedDataDir, templateKey } from "../../shared/db/pglite-template";
 
 const scratch = mkdtempSync(join(tmpdir(), "pglite-template-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -70,6 +70,20 @@ describe("PGlite data directory template", () => {
     }
   });
 
+  it("is made ahead of any start by npm's postinstall (ensureTemplate), and a data directory then only copies it", async () => {
+    const root = join(scratch, "installed");
+    let makes = 0;
+    const make = async (dir: string) => {
+      makes++;
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "PG_VERSION"), "17\n");
+    };
+    expect(await ensureTemplate(make, root)).toBe("made");
+    expect(await ensureTemplate(make, root)).toBe("existing");
+    expect(await seedDataDir(join(scratch, "after-install"), make, root)).toBe("template");
+    expect(makes).toBe(1);
+  });
+
   it("makes the template once per key, replaces templates of other code, and falls back to initdb where it cannot write", async () => {
     const root = join(scratch, "templates");
     // A template of other code (another PGlite or migration set) is never copied, and is removed once a current one exists.
@@ -84,6 +98,9 @@ describe("PGlite data directory template", () => {
     };
     expect(await seedDataDir(join(scratch, "a"), make, root)).toBe("template");
     expect(await seedDataDir(join(scratch, "b"), make, root)).toBe("template");
+    expect(makes).toBe(1);
+    // npm's postinstall (ensureTemplate) finds it made: nothing made again.
+    expect(await ensureTemplate(make, root)).toBe("existing");
     expect(makes).toBe(1);
     expect(readdirSync(root)).toEqual([templateKey()]);
     expect(readdirSync(join(scratch, "b")).sort()).toEqual(["PG_VERSION", "made"]);

@@ -435,6 +435,15 @@ describe("the npm start launcher", () => {
     expect(p.run()).toBe("running two");
     expect(p.bundleTime()).not.toBe(rebuilt);
   }, 60_000);
+
+  it("as npm's postinstall (--build-only --template) builds and exits 0, also where the checkout has no template maker", () => {
+    const p = project();
+    p.version("one");
+    const r = spawnSync(process.execPath, [join(p.root, "functions", "start.mjs"), "--build-only", "--template"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain("running");
+    expect(existsSync(join(p.root, "dist", "node", "server.mjs"))).toBe(true);
+  }, 60_000);
 });
 
 describe("the test harness", () => {
