@@ -111,7 +111,11 @@ const targets: Array<{ label: string; argv: string[] }> = [
 // The launcher rebuilds when the code changed: build now (so no round includes it), and say what that costs.
 if (existsSync(join(ROOT, "functions/start.mjs"))) {
   const forced = performance.now();
-  const build = spawnSync(process.execPath, ["functions/start.mjs", "--build-only", "--force", "--template"], { cwd: ROOT, env: { ...process.env, PATH }, encoding: "utf8" });
+  const build = spawnSync(process.execPath, ["functions/start.mjs", "--build-only", "--force", "--template"], {
+    cwd: ROOT,
+    env: { ...process.env, PATH },
+    encoding: "utf8",
+  });
   if (build.status !== 0) throw new Error(`build failed:\n${build.stdout}${build.stderr}`);
   // --template as npm's postinstall runs it: fresh data directories copy the embedded database's template.
   console.log(`build (first start after a code change adds this) and template check: ${s(performance.now() - forced)}`);
