@@ -5,7 +5,6 @@ import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { type GitHosts, gitHostsFromEnv } from "../../shared/git/hosts";
-import { type LogRetention, logRetentionFromEnv } from "../logs/store";
 import { type RetentionSettings, retentionFromEnv } from "../operations/retention/settings";
 import { type Cidr, cidrProblem, parseCidr } from "../../shared/net/cidr";
 import { type StorageQuotas, storageQuotasFromEnv } from "../../shared/storage/quotas";
@@ -249,8 +248,6 @@ export type NodeConfig = {
   runner: RunnerSettings;
   /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For the edge and the sign-in limits believe (CIDR blocks); empty: none, the connection's peer is the client. */
   trustedProxies: Cidr[];
-  /** LOG_RETENTION_DAYS (default 30) and LOG_RETENTION_LINES per project (default 50,000): the log sweeper's bounds. */
-  logRetention: LogRetention;
   /** Every kind's retention (functions/operations/retention/settings.ts; docs/operating.md): the retention sweeper's bounds. */
   retention: RetentionSettings;
   /** LOCAL_ROOTS: the folders (real paths, checked at start) local-folder projects may live under; empty: local folders are off. */
@@ -330,7 +327,6 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
       return cidr;
     });
   // Throws "Invalid configuration LOG_RETENTION_…: …" naming the setting.
-  const logRetention = logRetentionFromEnv(env);
   const retention = retentionFromEnv(env);
   const localRoots = parseLocalRoots(e.LOCAL_ROOTS);
   if (e.CLOUD_TOKEN && !e.CLOUD_API_URL) throw new Error("Invalid configuration CLOUD_TOKEN: set CLOUD_API_URL too (the cloud API the token belongs to)");
@@ -342,7 +338,6 @@ export function loadNodeConfig(env: Record<string, string | undefined>): NodeCon
     cloud: { apiUrl: e.CLOUD_API_URL, token: e.CLOUD_TOKEN, organizationId: e.CLOUD_ORGANIZATION_ID },
     runner,
     trustedProxies,
-    logRetention,
     retention,
     port: e.PORT,
     host: e.HOST,
