@@ -56,7 +56,7 @@ export function shownOnce(title, values, onDone) {
     "section",
     { class: "once", "aria-labelledby": headingId, tabindex: "-1" },
     h("h3", { id: headingId }, title),
-    h("p", { class: "note" }, "Shown only now: copy it somewhere safe. It is stored hashed and cannot be shown again."),
+    h("p", { class: "note" }, "Shown only now: copy it somewhere safe. It cannot be shown again."),
     fields,
     status,
     h("div", { class: "actions" }, done),
