@@ -9,7 +9,8 @@
  * With project:write each row can also be canceled or promoted (deployments-actions.js). A queued
  * deployment waiting for a build server says why beside its status (deployments-waiting.js).
  */
-import { api, ApiError } from "./api.js";
+import { projectSubpage } from "./project-subpage.js";
+import { api } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, field, showProblem } from "./forms.js";
 import { rowActions } from "./deployments-actions.js";
@@ -32,11 +33,8 @@ const RUNTIME_BACKLOG = 200;
 
 /** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
 export async function deploymentsPage(main, ctx, projectId) {
-  document.title = "Deployments · Workspace";
-  const base = `/projects/${encodeURIComponent(projectId)}`;
-  const heading = h("h1", { tabindex: "-1" }, "Deployments");
-  const back = h("p", {}, h("a", { href: `#${base}` }, "← Project"));
-  main.replaceChildren(back, heading, h("p", { role: "status" }, "Loading…"));
+  const frame = projectSubpage(main, projectId, "Deployments");
+  const { base, heading, back } = frame;
 
   /** Open streams, closed when the page is left (another route replaces this view). */
   const streams = new Set(/** @type {{close: () => void}[]} */ ([]));
@@ -59,18 +57,8 @@ export async function deploymentsPage(main, ctx, projectId) {
     );
     return;
   }
-  let project;
-  try {
-    project = await api("GET", base);
-  } catch (e) {
-    const missing = e instanceof ApiError && e.status === 404;
-    heading.textContent = missing ? "Project not found" : "Deployments";
-    main.replaceChildren(back, heading, h("p", { role: "alert" }, missing ? "No project with this id in the selected organization." : explain(e)));
-    return;
-  }
-  document.title = `Deployments of ${project.name} · Workspace`;
-  heading.textContent = `Deployments of ${project.name}`;
-  /** @type {HTMLAnchorElement} */ (back.firstChild).textContent = `← ${project.name}`;
+  const project = await frame.load();
+  if (!project) return;
 
   const environments = await readEnvironments(base);
   if (!alive()) return;

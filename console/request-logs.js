@@ -7,6 +7,7 @@
  * stopped). The rule that refused a request is named with its kind (GET …/route-rules) and links
  * to the rules page. Where this server has no such routes, a sentence says so.
  */
+import { projectSubpage } from "./project-subpage.js";
 import { api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { clearErrors, explain, showProblem } from "./forms.js";
@@ -20,11 +21,8 @@ const PAGE = 100;
 
 /** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
 export async function requestLogsPage(main, ctx, projectId) {
-  document.title = "HTTP requests · Workspace";
-  const base = `/projects/${encodeURIComponent(projectId)}`;
-  const heading = h("h1", { tabindex: "-1" }, "HTTP requests");
-  const back = h("p", {}, h("a", { href: `#${base}` }, "← Project"));
-  main.replaceChildren(back, heading, h("p", { role: "status" }, "Loading…"));
+  const frame = projectSubpage(main, projectId, "HTTP requests");
+  const { base, heading, back } = frame;
 
   if (!ctx.can("project:read")) {
     main.replaceChildren(
@@ -34,18 +32,8 @@ export async function requestLogsPage(main, ctx, projectId) {
     );
     return;
   }
-  let project;
-  try {
-    project = await api("GET", base);
-  } catch (e) {
-    const missing = e instanceof ApiError && e.status === 404;
-    heading.textContent = missing ? "Project not found" : "HTTP requests";
-    main.replaceChildren(back, heading, h("p", { role: "alert" }, missing ? "No project with this id in the selected organization." : explain(e)));
-    return;
-  }
-  document.title = `HTTP requests of ${project.name} · Workspace`;
-  heading.textContent = `HTTP requests of ${project.name}`;
-  /** @type {HTMLAnchorElement} */ (back.firstChild).textContent = `← ${project.name}`;
+  const project = await frame.load();
+  if (!project) return;
 
   const rules = await ruleKinds(base);
   const alive = () => main.isConnected;

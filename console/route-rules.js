@@ -8,7 +8,8 @@
  * and says why. Route rules are a self-hosted server's: elsewhere the routes are unknown and
  * the page says so in a sentence.
  */
-import { api, ApiError } from "./api.js";
+import { projectSubpage } from "./project-subpage.js";
+import { api } from "./api.js";
 import { h } from "./dom.js";
 import { explain } from "./forms.js";
 import { KINDS, kindWords, ruleForm } from "./route-rules-form.js";
@@ -18,24 +19,11 @@ import { isUnknownRoute } from "./self-hosted-only.js";
 
 /** @param {HTMLElement} main @param {import("./app.js").Ctx} ctx @param {string} projectId */
 export async function routeRulesPage(main, ctx, projectId) {
-  document.title = "Route rules · Workspace";
-  const base = `/projects/${encodeURIComponent(projectId)}`;
-  const heading = h("h1", { tabindex: "-1" }, "Route rules");
-  const back = h("p", {}, h("a", { href: `#${base}` }, "← Project"));
-  main.replaceChildren(back, heading, h("p", { role: "status" }, "Loading…"));
+  const frame = projectSubpage(main, projectId, "Route rules");
+  const { base, heading, back } = frame;
 
-  let project;
-  try {
-    project = await api("GET", base);
-  } catch (e) {
-    const missing = e instanceof ApiError && e.status === 404;
-    heading.textContent = missing ? "Project not found" : "Route rules";
-    main.replaceChildren(back, heading, h("p", { role: "alert" }, missing ? "No project with this id in the selected organization." : explain(e)));
-    return;
-  }
-  document.title = `Route rules of ${project.name} · Workspace`;
-  heading.textContent = `Route rules of ${project.name}`;
-  /** @type {HTMLAnchorElement} */ (back.firstChild).textContent = `← ${project.name}`;
+  const project = await frame.load();
+  if (!project) return;
 
   const canWrite = ctx.can("project:write");
   const count = h("span", {}, "Loading rules…");

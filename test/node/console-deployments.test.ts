@@ -21,7 +21,7 @@ import { addMember } from "../../functions/identity/store";
 import { appendLogLines, type LogKind, type LogStream } from "../../functions/logs/store";
 import { deployments, environments } from "../../shared/db/schema";
 import { sseSettings } from "../../shared/http/sse";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, WIDTHS, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, WIDTHS, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -90,18 +90,7 @@ async function writeLines(
   );
 }
 
-async function openAs(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto("/#/sign-in");
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
-  await page.goto(`/${hash}`);
-  return { page, errors };
-}
+const openAs = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash, { signInFirst: true });
 
 /** Lines written by another connection reach a stream at its next poll of the database (1 s): wait well past it. */
 const poll = <T>(read: () => T | Promise<T>) => expect.poll(read, { timeout: 10_000, interval: 100 });

@@ -9,7 +9,7 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -18,18 +18,7 @@ const contexts: BrowserContext[] = [];
 
 const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200) => apiAs<T>(server.url, token, method, path, json, expected);
 
-async function signedIn(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  // The Copy button writes to the clipboard; the test reads it back.
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto(`/${hash}`);
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  return { page, errors };
-}
+const signedIn = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash, { clipboard: true });
 
 const rowOf = (page: Page, email: string) => page.locator("table.members tbody tr", { hasText: email });
 

@@ -10,11 +10,11 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { and, eq } from "drizzle-orm";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { deployments, environments } from "../../shared/db/schema";
 import { newId } from "../../shared/ids";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { gitServerControl } from "../support/git-control";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
@@ -26,16 +26,7 @@ const roots = realpathSync(mkdtempSync(join(tmpdir(), "console-create-roots-")))
 
 const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200) => apiAs<T>(server.url, token, method, path, json, expected);
 
-async function signedIn(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto(`/${hash}`);
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  return { page, errors };
-}
+const signedIn = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash);
 
 /** A small app folder on disk, for the browser's folder picker or a local import. */
 function appFolder(parent: string, name: string): string {

@@ -3,9 +3,9 @@
  * domains connected (a bad hostname's 400 at the field) and removed after a confirmation, the
  * project deleted after its preview; a viewer sees no manage controls. axe-core on each page.
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -14,16 +14,7 @@ const contexts: BrowserContext[] = [];
 
 const api = <T = any>(token: string, method: string, path: string, json?: unknown, expected = 200) => apiAs<T>(server.url, token, method, path, json, expected);
 
-async function signedIn(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto(`/${hash}`);
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  return { page, errors };
-}
+const signedIn = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash);
 
 beforeAll(async () => {
   server = await startConsoleServer("console_project_manage", { mail: false });

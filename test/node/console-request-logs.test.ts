@@ -13,7 +13,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendLogLines } from "../../functions/logs/store";
 import { sseSettings } from "../../shared/http/sse";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -72,18 +72,7 @@ async function seedRequests(projectId: string, requests: Seeded[]) {
   );
 }
 
-async function openAs(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto("/#/sign-in");
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
-  await page.goto(`/${hash}`);
-  return { page, errors };
-}
+const openAs = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash, { signInFirst: true });
 
 const rows = (page: Page) => page.locator("table.requests tbody tr");
 const paths = (page: Page) => page.locator("table.requests tbody tr td:nth-child(4)").allTextContents();

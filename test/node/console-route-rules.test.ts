@@ -9,7 +9,7 @@
 import { request as httpRequest } from "node:http";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -35,18 +35,7 @@ function viaEdge(path: string): Promise<number> {
   });
 }
 
-async function openAs(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto("/#/sign-in");
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
-  await page.goto(`/${hash}`);
-  return { page, errors };
-}
+const openAs = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash, { signInFirst: true });
 
 /** Rule changes reach the edge through the database's notifications (milliseconds; given seconds here). */
 const poll = <T>(read: () => T | Promise<T>) => expect.poll(read, { timeout: 15_000, interval: 100 });

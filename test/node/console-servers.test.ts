@@ -13,7 +13,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertDeployment, markStatus } from "../../functions/deployments/store";
 import { deployments, environments } from "../../shared/db/schema";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
@@ -25,16 +25,7 @@ const api = <T = any>(who: Member, method: string, path: string, json?: unknown,
 /** The runner protocol's heartbeat, as `wsp runner` sends it with the server's runner token. */
 const heartbeat = (token: string, json: unknown = {}, expected = 200) => apiAs(server.url, token, "POST", "/runner/heartbeat", json, expected);
 
-async function signedIn(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto(`/${hash}`);
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  return { page, errors };
-}
+const signedIn = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash);
 
 const cardOf = (page: Page, name: string) => page.locator("li.server", { has: page.getByRole("heading", { level: 3, name, exact: true }) });
 

@@ -8,23 +8,14 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors } from "../support/browser";
+import { apiAs, expectAccessible, launchChromium, startConsoleServer, type ConsoleServer, signedInPage } from "../support/browser";
 import { type Member, seedTenant } from "../support/harness";
 
 let server: ConsoleServer;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
 
-async function signedIn(who: Member, hash: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, server.url);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchPageErrors(page);
-  await page.goto(`/${hash}`);
-  await page.getByLabel("Personal access token", { exact: true }).fill(who.token);
-  await page.getByRole("button", { name: "Sign in with token" }).click();
-  return { page, errors };
-}
+const signedIn = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash);
 
 const tokenRow = (page: Page, name: string) => page.locator("table.tokens tbody tr", { hasText: name });
 

@@ -281,6 +281,35 @@ export async function newContext(browser: Browser, baseURL: string): Promise<Bro
   return context;
 }
 
+/**
+ * A page signed in with `token` through the console's token form, in a new context pushed on
+ * `contexts` (the test closes them), with the page's errors collected. By default the page opens
+ * at `hash` and the sign-in page returns there; `signInFirst` signs in on `#/sign-in`, waits for
+ * the projects list, then loads `hash` afresh. `clipboard` lets Copy buttons write and the test read.
+ */
+export async function signedInPage(
+  browser: Browser,
+  baseURL: string,
+  contexts: BrowserContext[],
+  token: string,
+  hash: string,
+  opts: { signInFirst?: boolean; clipboard?: boolean } = {},
+): Promise<{ page: Page; errors: string[] }> {
+  const context = await newContext(browser, baseURL);
+  if (opts.clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseURL });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors = watchPageErrors(page);
+  await page.goto(opts.signInFirst ? "/#/sign-in" : `/${hash}`);
+  await page.getByLabel("Personal access token", { exact: true }).fill(token);
+  await page.getByRole("button", { name: "Sign in with token" }).click();
+  if (opts.signInFirst) {
+    await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+    await page.goto(`/${hash}`);
+  }
+  return { page, errors };
+}
+
 /** Screenshots at both widths, then axe (no serious or critical violation) and no sideways scrolling at 375 px. */
 export async function expectAccessible(page: Page, name: string): Promise<void> {
   await screenshots(page, name);
