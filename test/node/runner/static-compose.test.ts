@@ -327,7 +327,11 @@ describe("runner: the app memory limit", () => {
       return body.instance !== before.instance ? body : undefined;
     }, "the restarted app");
     expect(after.instance).not.toBe(before.instance);
-    const row = await c.row(d.id);
+    // The app answers a moment before the runner records it up again (onUp after its health check).
+    const row = await until(async () => {
+      const r = await c.row(d.id);
+      return r.port !== null ? r : undefined;
+    }, "the port recorded again");
     expect(row).toMatchObject({ status: "ready", current: true, crashedAt: null, port });
   });
 
