@@ -56,7 +56,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
         await append(batch);
         deps.onAppended?.([...new Set(batch.map((l) => l.projectId))]);
       } catch (error) {
-        // One project's lines can fail alone (it or its deployment was just deleted): retry
+        // One project's lines can fail alone (it was just deleted: its log_sequences row cannot be taken): retry
         // project by project so the others' lines are kept.
         const byProject = new Map<string, NewLogLine[]>();
         for (const l of batch) {

@@ -5,7 +5,8 @@ import { CloneTokenState } from "../../../functions/projects/clone-token";
 import { Preview } from "../../../functions/projects/deletion";
 import { EnvironmentSchema } from "../../../functions/projects/environments";
 import { ProjectSchema } from "../../../functions/projects/schema";
-import { deployments, domains, environments, envVars, projects } from "../../../shared/db/schema";
+import { appendLogLines } from "../../../functions/logs/store";
+import { deployments, domains, environments, envVars, logLines, logSequences, projects } from "../../../shared/db/schema";
 import { newId } from "../../../shared/ids";
 import { expectBody, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
@@ -37,8 +38,13 @@ describe("projects: deletion", () => {
     const domain = `del-${newId("d").slice(-10)}.example.com`;
     await expectBody(await call(t, `/${p.id}/connect`, { method: "POST", json: { domain } }), 200, ProjectSchema);
     await expectBody(await call(t, `/${p.id}/clone-token`, { method: "PATCH", json: { token: "ghp_x" } }), 200, CloneTokenState);
-    await addDeployment(p);
-    await addDeployment(p, "failed", "staging");
+    const live = await addDeployment(p);
+    const failed = await addDeployment(p, "failed", "staging");
+    const kept = await addDeployment(keep);
+    // Log lines: of each deployment, of the project itself, and of the other project (which keeps them).
+    const line = (projectId: string, deploymentId: string | null) =>
+      ({ orgId: t.orgId, projectId, deploymentId, kind: "runtime", stream: "stdout", at: new Date(), message: "canary line" }) as const;
+    await appendLogLines(h.db, [line(p.id, live.id), line(p.id, failed.id), line(p.id, null), line(keep.id, kept.id)]);
     await expectStatus(await call(t, `/${p.id}/deployment-session`, { method: "POST" }), 201);
 
     const expected = { projects: 1, environments: 2, envVars: 3, domains: 1, deployments: 2, services: 0, cloneTokens: 1, deploymentSessions: 1 };
@@ -50,7 +56,7 @@ describe("projects: deletion", () => {
     const removed = await expectBody(await call(t, `/${p.id}`, { method: "DELETE" }), 200, Preview);
     expect(removed).toEqual(preview);
 
-    for (const table of [environments, envVars, domains, deployments]) {
+    for (const table of [environments, envVars, domains, deployments, logLines, logSequences]) {
       expect(await h.db.select().from(table).where(eq(table.projectId, p.id))).toEqual([]);
     }
     expect(await h.db.select().from(projects).where(eq(projects.id, p.id))).toEqual([]);
@@ -59,6 +65,7 @@ describe("projects: deletion", () => {
     await expectProblem(await call(t, `/${p.id}/deletion-preview`), 404);
     // The other project is untouched; the domain is free again.
     expect((await expectStatus(await call(t, `/${keep.id}/env`), 200)).items).toHaveLength(1);
+    expect(await h.db.select({ message: logLines.message }).from(logLines).where(eq(logLines.projectId, keep.id))).toEqual([{ message: "canary line" }]);
     await expectBody(await call(t, `/${keep.id}/connect`, { method: "POST", json: { domain } }), 200, ProjectSchema);
   });
 });
