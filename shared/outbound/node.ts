@@ -58,8 +58,8 @@ export function createNodeOutbound(options: NodeOutboundOptions = {}): Outbound 
   const lookup = guardedLookup(allowPrivate, options.resolve ?? systemResolve);
   // Kept-alive connections were checked when they were opened (the lookup runs per connection).
   const agents = {
-    "http:": new http.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 }),
-    "https:": new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 }),
+    "http:": new http.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 }),
+    "https:": new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 }),
   };
   return {
     send(request: OutboundRequest): Promise<OutboundResult> {

@@ -3,13 +3,16 @@
  * organization's sends, so they must not share the suites' database):
  * - a restart while sends are pending delivers each exactly once;
  * - a claim abandoned by a crashed engine is delivered once its lease ends;
- * - several engines draining at once never send the same row twice;
+ * - several engines draining at once never send the same row twice, and one engine keeps its
+ *   `lanes` batches in flight at once;
  * - recipient resolution issues the same number of queries for 3 or 40 members;
  * - sends over a channel's or an organization's delivery limit are deferred to
  *   the window's end (no attempt spent) and then delivered exactly once, and
  *   engines racing on one channel send exactly its limit per window.
  */
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -142,6 +145,36 @@ describe("delivery engine on Node", () => {
     const counts = r.recorder.countsById();
     expect(counts.size).toBe(total);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("keeps `lanes` batches in flight at once, each send still delivered exactly once", async () => {
+    const db = await connect();
+    // A receiver that holds each request 150 ms and notes how many it holds at once.
+    let open = 0;
+    let most = 0;
+    const ids: string[] = [];
+    const server = createServer((req, res) => {
+      open++;
+      most = Math.max(most, open);
+      ids.push(String(req.headers["webhook-id"]));
+      req.resume();
+      setTimeout(() => {
+        open--;
+        res.end("ok");
+      }, 150);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    opened.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    const { orgId } = await seedOrg(db, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
+    for (let i = 0; i < 9; i++) await emitNotificationEvent(db, { orgId, category: "deploy.failed", title: `event ${i}` });
+
+    // One send per batch and per batch one at a time: only the lanes can overlap them.
+    const e = engine(db, { batchSize: 1, concurrency: 1, lanes: 3 });
+    await e.drain({ budgetMs: 20_000 });
+    expect(await statusCounts(db, orgId)).toEqual({ delivered: 9 });
+    expect(most).toBe(3);
+    expect(new Set(ids).size).toBe(9);
+    expect(ids).toHaveLength(9);
   });
 
   it("a send claimed by an engine that died is delivered once its lease ends", async () => {

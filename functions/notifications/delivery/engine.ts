@@ -55,7 +55,10 @@ export interface DeliveryPolicy {
   /** How long a claim holds a send; must exceed the send timeout times batchSize / concurrency. */
   leaseMs: number;
   batchSize: number;
+  /** Sends in flight at once within a batch. */
   concurrency: number;
+  /** Batches in flight at once (see drain): up to lanes × concurrency sends. */
+  lanes: number;
   /** Delivery rate limits per channel and per organization. */
   limits: DeliveryLimits;
 }
@@ -67,6 +70,7 @@ export const DEFAULT_POLICY: DeliveryPolicy = {
   leaseMs: 120_000,
   batchSize: 32,
   concurrency: 16,
+  lanes: 4,
   limits: DELIVERY_LIMITS,
 };
 
@@ -388,14 +392,23 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
     const deadline = Date.now() + (options.budgetMs ?? 25_000);
     let processed = 0;
     await pruneLimits();
-    while (!stopping) {
-      const { token, rows } = await claimBatch(policy.batchSize);
-      if (rows.length > 0) {
+    // Each lane claims, sends and records a batch after another; with several, one batch's database round trips
+    // overlap another's sends (one lane left the engine waiting on the database most of the time). A lane stops
+    // when its claim finds nothing due or the budget is spent.
+    const lane = async () => {
+      while (!stopping && Date.now() < deadline) {
+        const { token, rows } = await claimBatch(policy.batchSize);
+        if (rows.length === 0) return;
         await processBatch(token, rows);
         processed += rows.length;
-        if (Date.now() < deadline) continue;
-        return { processed, nextDueAt: await nextDueAt() };
       }
+    };
+    while (!stopping) {
+      // Every lane ends before the drain does (a failing one must not leave the others running past it).
+      const failed = (await Promise.allSettled(Array.from({ length: policy.lanes }, lane))).find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
+      if (stopping) break;
+      if (Date.now() >= deadline) return { processed, nextDueAt: await nextDueAt() };
       const due = await nextDueAt();
       const wait = due ? due.getTime() - clock().getTime() : Infinity;
       if (due && wait <= (options.lingerMs ?? 0) && Date.now() + wait < deadline) {

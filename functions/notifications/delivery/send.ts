@@ -52,7 +52,7 @@ export async function sendToChannel(
   if (channel.kind === "webhook") {
     if (!secrets?.signingSecret) return fail("The channel's signing secret cannot be read; save the channel's config again");
     const body = webhookBody(message);
-    return transports.outbound.send(json(String(channel.config.url), body, await webhookHeaders(secrets.signingSecret, messageId, now, body)));
+    return transports.outbound.send(json(String(channel.config.url), body, webhookHeaders(secrets.signingSecret, messageId, now, body)));
   }
   if (!secrets?.webhookUrl) return fail("The channel's webhook URL cannot be read; save the channel's config again");
   switch (channel.kind) {

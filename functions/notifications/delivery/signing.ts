@@ -2,8 +2,10 @@
  * Standard Webhooks signatures (https://www.standardwebhooks.com): the signed
  * content is `${webhook-id}.${webhook-timestamp}.${body}`, HMAC-SHA256 with the
  * base64-decoded part of the `whsec_` secret, sent as `webhook-signature: v1,<base64>`.
- * WebCrypto: the same code on Workers and Node.
+ * node:crypto's HMAC (the Worker has it through nodejs_compat): synchronous, where WebCrypto's
+ * importKey + sign were two queued jobs per send, ~15 % of the delivery engine's CPU in the fan-out bench.
  */
+import { createHmac } from "node:crypto";
 import { fromBase64Url, toBase64Url } from "../../../shared/crypto/encoding";
 
 /** Standard (padded) base64. */
@@ -17,18 +19,18 @@ export const fromBase64 = (text: string): Uint8Array<ArrayBuffer> => {
   return fromBase64Url(text.replace(/=+$/, ""));
 };
 
-export async function signWebhook(secret: string, id: string, timestamp: number, body: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", fromBase64(secret.replace(/^whsec_/, "")), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
-  return `v1,${toBase64(new Uint8Array(mac))}`;
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  return `v1,${createHmac("sha256", fromBase64(secret.replace(/^whsec_/, "")))
+    .update(`${id}.${timestamp}.${body}`)
+    .digest("base64")}`;
 }
 
 /** The three Standard Webhooks headers for one attempt (the timestamp is the attempt's). */
-export async function webhookHeaders(secret: string, id: string, now: Date, body: string): Promise<Record<string, string>> {
+export function webhookHeaders(secret: string, id: string, now: Date, body: string): Record<string, string> {
   const timestamp = Math.floor(now.getTime() / 1000);
   return {
     "webhook-id": id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": await signWebhook(secret, id, timestamp, body),
+    "webhook-signature": signWebhook(secret, id, timestamp, body),
   };
 }
