@@ -12,6 +12,8 @@
  * IPC: sends {type:"ready", realPort, barePort}; answers {type:"reset"} and
  * {type:"stats"} with per-app query counts, time spent waiting on pool.query,
  * and the process's CPU time and event-loop utilization since the last reset.
+ * {type:"profile-start"} / {type:"profile-stop"} profile this process in between and
+ * answer {type:"profile", frames}: every frame by self time (bench/profile-frames.ts).
  * Exits on SIGTERM/SIGINT or when the parent goes away (which also lets
  * `--cpu-prof` write its profile).
  */
@@ -29,6 +31,8 @@ import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
 import { workspaceSettings } from "../shared/db/schema";
 import type { RequestServices } from "../shared/http/context";
 import { silentLogger } from "../shared/http/logger";
+import { type Frame, startProfile } from "./profile-frames";
+
 
 function env(name: string): string {
   const value = process.env[name];
@@ -146,8 +150,16 @@ async function main() {
     since = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), at: performance.now() };
   };
 
+  let stopProfile: ((count: number) => Promise<Frame[]>) | undefined;
   process.on("message", (msg: { type?: string }) => {
-    if (msg?.type === "reset") {
+    if (msg?.type === "profile-start") {
+      void startProfile().then((stop) => {
+        stopProfile = stop;
+        process.send!({ type: "profile-started" });
+      });
+    } else if (msg?.type === "profile-stop") {
+      void stopProfile?.(Number.POSITIVE_INFINITY).then((frames) => process.send!({ type: "profile", frames }));
+    } else if (msg?.type === "reset") {
       reset();
       process.send!({ type: "reset-done" });
     } else if (msg?.type === "stats") {

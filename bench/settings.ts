@@ -21,6 +21,10 @@
  * Exit code 0 whatever the ratio (it is a measurement); non-zero on errors,
  * including any failed or non-2xx request during the load.
  *
+ * 5. Profiles each app alone for BENCH_PROFILE_SECONDS (default 3; 0: not) of load
+ *    and prints the real route's top frames by self time, and the frames it spends
+ *    more on per request than the bare route (bench/profile-frames.ts).
+ *
  * BENCH_CPU_PROF=<dir> starts the child with `--cpu-prof --cpu-prof-dir=<dir>`: the
  * profile (both apps, written when the child exits) opens in Chrome DevTools.
  */
@@ -31,6 +35,7 @@ import { fileURLToPath } from "node:url";
 import { createOrganization, createUser, issueToken } from "../functions/identity/store";
 import { writeSettings } from "../functions/settings/store";
 import { openPostgres } from "../shared/db/postgres";
+import { extraFrames, type Frame } from "./profile-frames";
 import { admin, ADMIN_URL, ask, compiledEntry, intEnv, report, stopChild, thousands, waitForMessage } from "./common";
 
 /** Issue 25: throughput ≥ 0.9x the bare route's, server CPU per request ≤ 1.15x. */
@@ -44,6 +49,8 @@ const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 10, 1, 1000);
 const POOL_MAX = intEnv("BENCH_POOL_MAX", 10, 1, 100);
 const ROUNDS = intEnv("BENCH_ROUNDS", 1, 1, 10);
+/** Seconds of load of the real route alone under the profiler, whose top frames are printed; 0: none. */
+const PROFILE_SECONDS = intEnv("BENCH_PROFILE_SECONDS", 3, 0, 60);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
 const READY_TIMEOUT_MS = 30_000;
 // Everything (setup, both loads, teardown) must end well within this.
@@ -271,6 +278,21 @@ async function main(): Promise<void> {
       runs[key].push(m);
       if (ROUNDS > 1) log(line(summarize([m]), `round ${round}/${ROUNDS}  `));
     }
+  }
+  // Where the real route's time goes: a profile of a load of it alone (after the measured rounds, which it would slow).
+  if (PROFILE_SECONDS > 0) {
+    const profiled = async (t: Target) => {
+      await ask(child!, "profile-start", "profile-started", "bench server");
+      const result = await load(t, PROFILE_SECONDS);
+      const { frames } = await ask<{ frames: Frame[] }>(child!, "profile-stop", "profile", "bench server");
+      return { frames, requests: result.requests.total };
+    };
+    const r = await profiled(real);
+    const b = await profiled(bare);
+    log(`CPU profile of the real route (${PROFILE_SECONDS} s of load alone), top frames by self time, idle left out:`);
+    for (const f of r.frames.slice(0, 15)) log(`  ${(f.share * 100).toFixed(1).padStart(5)} %  ${f.frame}`);
+    log("where the real route spends more than the bare one (µs per request, self time: real / bare):");
+    for (const f of extraFrames(r.frames, r.requests, b.frames, b.requests, 15)) log(`  +${(f.a - f.b).toFixed(1).padStart(5)}  (${f.a.toFixed(1)} / ${f.b.toFixed(1)})  ${f.frame}`);
   }
   const realSummary = summarize(runs.real);
   const bareSummary = summarize(runs.bare);
