@@ -33,7 +33,6 @@ import type { RequestServices } from "../shared/http/context";
 import { silentLogger } from "../shared/http/logger";
 import { type Frame, startProfile } from "./profile-frames";
 
-
 function env(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`bench/server.ts: ${name} is not set`);

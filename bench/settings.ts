@@ -292,7 +292,8 @@ async function main(): Promise<void> {
     log(`CPU profile of the real route (${PROFILE_SECONDS} s of load alone), top frames by self time, idle left out:`);
     for (const f of r.frames.slice(0, 15)) log(`  ${(f.share * 100).toFixed(1).padStart(5)} %  ${f.frame}`);
     log("where the real route spends more than the bare one (µs per request, self time: real / bare):");
-    for (const f of extraFrames(r.frames, r.requests, b.frames, b.requests, 15)) log(`  +${(f.a - f.b).toFixed(1).padStart(5)}  (${f.a.toFixed(1)} / ${f.b.toFixed(1)})  ${f.frame}`);
+    for (const f of extraFrames(r.frames, r.requests, b.frames, b.requests, 15))
+      log(`  +${(f.a - f.b).toFixed(1).padStart(5)}  (${f.a.toFixed(1)} / ${f.b.toFixed(1)})  ${f.frame}`);
   }
   const realSummary = summarize(runs.real);
   const bareSummary = summarize(runs.bare);
