@@ -136,14 +136,27 @@ describe("migrations on PGlite", () => {
     const dataDir = tempDir();
     const first = await openPglite({ dataDir });
     expect(first.migrated).toEqual(ALL_TAGS);
-    // Undo the newest migration (0030 creates two tables and nothing else) and its record: one level behind.
-    await first.client.exec('drop table "audit_log"; drop table "job_credentials";');
+    // Undo the newest migration (0031: log_lines' three foreign keys dropped, its `at` index made BRIN, two triggers
+    // deleting lines instead) and its record: one level behind.
+    await first.client.exec(`
+      drop trigger projects_delete_log_lines on projects;
+      drop trigger deployments_delete_log_lines on deployments;
+      drop function workspace_delete_project_log_lines();
+      drop function workspace_delete_deployment_log_lines();
+      drop index log_lines_at_idx;
+      create index log_lines_at_idx on log_lines using btree (at);
+      alter table log_lines add constraint log_lines_project_id_projects_id_fk foreign key (project_id) references projects(id) on delete cascade;
+      alter table log_lines add constraint log_lines_org_id_organizations_id_fk foreign key (org_id) references organizations(id) on delete cascade;
+      alter table log_lines add constraint log_lines_deployment_id_deployments_id_fk foreign key (deployment_id) references deployments(id) on delete cascade;`);
     await first.client.query("delete from drizzle.__drizzle_migrations where created_at = $1", [LATEST_MIGRATION.when]);
     await first.close();
 
     const behind = await openPglite({ dataDir });
     expect(behind.migrated).toEqual([LATEST_MIGRATION.tag]);
-    expect((await behind.client.query("select to_regclass('audit_log') is not null as present")).rows).toEqual([{ present: true }]);
+    const state = await behind.client.query(`
+      select (select count(*)::int from pg_constraint where conrelid = 'log_lines'::regclass and contype = 'f') as "foreignKeys",
+             (select count(*)::int from pg_trigger where tgname in ('projects_delete_log_lines', 'deployments_delete_log_lines')) as triggers`);
+    expect(state.rows).toEqual([{ foreignKeys: 0, triggers: 2 }]);
     await behind.close();
 
     const current = await openPglite({ dataDir });
