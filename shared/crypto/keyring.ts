@@ -1,11 +1,15 @@
 /**
- * Secrets at rest: AES-256-GCM through WebCrypto, the same code on Workers and Node.
+ * Secrets at rest: AES-256-GCM through node:crypto, the same code on Workers (nodejs_compat) and Node.
+ * node:crypto rather than WebCrypto: its cipher runs synchronously, where every WebCrypto call is a job queued to
+ * another thread and a promise (~70 µs a decrypt in the notification fan-out bench, a sixth of a webhook send's
+ * CPU); the bytes are the same (ciphertext then the 16-byte tag), so either reads the other's values.
  *
  * Ciphertext format: `v1.<keyId>.<iv>.<ciphertext+tag>` (base64url parts). The key id
  * allows rotation: the active (first) key encrypts, every listed key still decrypts.
  * Additional authenticated data binds a value to its row, so a ciphertext copied to
  * another row, column or organization fails to decrypt. Decryption fails closed.
  */
+import { createCipheriv, createDecipheriv } from "node:crypto";
 import { fromBase64Url, randomBytes, toBase64Url } from "./encoding";
 
 /** Where a secret lives; the parts become the AES-GCM additional data. */
@@ -55,31 +59,32 @@ function aad(ctx: SecretContext): Uint8Array<ArrayBuffer> {
   return new TextEncoder().encode(JSON.stringify([ctx.orgId, ctx.table, ctx.column, ctx.rowId]));
 }
 
+/** AES-GCM's authentication tag, appended to the ciphertext. */
+const TAG_BYTES = 16;
+
 export async function createKeyring(spec: string): Promise<Keyring> {
-  const entries = parseKeySpec(spec);
-  const keys = new Map<string, CryptoKey>();
-  for (const { id, raw } of entries) {
-    keys.set(id, await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]));
-  }
-  const activeKeyId = entries[0]!.id;
+  const keys = new Map(parseKeySpec(spec).map(({ id, raw }) => [id, raw]));
+  const activeKeyId = keys.keys().next().value!;
   return {
     activeKeyId,
     async encrypt(plaintext, ctx) {
       const iv = randomBytes(12);
-      const sealed = await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv, additionalData: aad(ctx) },
-        keys.get(activeKeyId)!,
-        new TextEncoder().encode(plaintext),
-      );
-      return `v1.${activeKeyId}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
+      const cipher = createCipheriv("aes-256-gcm", keys.get(activeKeyId)!, iv);
+      cipher.setAAD(aad(ctx));
+      const sealed = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
+      return `v1.${activeKeyId}.${toBase64Url(iv)}.${toBase64Url(sealed)}`;
     },
     async decrypt(ciphertext, ctx) {
       const [version, keyId, iv, body] = ciphertext.split(".");
       const key = keyId ? keys.get(keyId) : undefined;
       if (version !== "v1" || !key || !iv || !body) throw new KeyringError("secret cannot be decrypted");
       try {
-        const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64Url(iv), additionalData: aad(ctx) }, key, fromBase64Url(body));
-        return new TextDecoder().decode(plain);
+        const sealed = fromBase64Url(body);
+        if (sealed.length < TAG_BYTES) throw new KeyringError("secret cannot be decrypted");
+        const decipher = createDecipheriv("aes-256-gcm", key, fromBase64Url(iv));
+        decipher.setAAD(aad(ctx));
+        decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+        return Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]).toString("utf8");
       } catch {
         throw new KeyringError("secret cannot be decrypted");
       }

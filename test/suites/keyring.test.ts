@@ -1,5 +1,6 @@
 /** The secrets keyring: AES-256-GCM with key ids, row-bound additional data, rotation, fail closed. */
 import { describe, expect, it } from "vitest";
+import { fromBase64Url, toBase64Url } from "../../shared/crypto/encoding";
 import { createKeyring, generateKeySpec, parseKeySpec } from "../../shared/crypto/keyring";
 
 const ctx = { orgId: "org_1", table: "workspace_settings", column: "clone_token", rowId: "usr_1" };
@@ -28,7 +29,8 @@ describe("keyring", () => {
     const sealed = await keyring.encrypt("x", ctx);
     const parts = sealed.split(".");
     const flipped = parts[3]!.startsWith("A") ? `B${parts[3]!.slice(1)}` : `A${parts[3]!.slice(1)}`;
-    for (const bad of [[...parts.slice(0, 3), flipped].join("."), sealed.replace(".a.", ".zz."), "v2.a.b.c", "plain", ""]) {
+    const tooShort = [...parts.slice(0, 3), "AAAA"].join(".");
+    for (const bad of [[...parts.slice(0, 3), flipped].join("."), tooShort, sealed.replace(".a.", ".zz."), "v2.a.b.c", "plain", ""]) {
       await expect(keyring.decrypt(bad, ctx)).rejects.toThrow("cannot be decrypted");
     }
   });
@@ -43,6 +45,20 @@ describe("keyring", () => {
     expect(await rotated.encrypt("new", ctx)).toMatch(/^v1\.k2\./);
     // A keyring that dropped k1 can no longer read what k1 sealed.
     await expect((await createKeyring(generateKeySpec("k3"))).decrypt(legacy, ctx)).rejects.toThrow();
+  });
+
+  it("reads what WebCrypto's AES-GCM sealed (values stored before the keyring used node:crypto), and WebCrypto reads its values", async () => {
+    const spec = generateKeySpec("w");
+    const keyring = await createKeyring(spec);
+    const key = await crypto.subtle.importKey("raw", fromBase64Url(spec.slice(2)), "AES-GCM", false, ["encrypt", "decrypt"]);
+    const additionalData = new TextEncoder().encode(JSON.stringify([ctx.orgId, ctx.table, ctx.column, ctx.rowId]));
+    const iv = crypto.getRandomValues(new Uint8Array(12));
+    const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData }, key, new TextEncoder().encode("from webcrypto"));
+    expect(await keyring.decrypt(`v1.w.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`, ctx)).toBe("from webcrypto");
+
+    const [, , ivPart, body] = (await keyring.encrypt("from the keyring", ctx)).split(".");
+    const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64Url(ivPart!), additionalData }, key, fromBase64Url(body!));
+    expect(new TextDecoder().decode(opened)).toBe("from the keyring");
   });
 
   it("rejects malformed key specs", () => {
