@@ -230,17 +230,29 @@ export function createDeliveryEngine(deps: EngineDeps): DeliveryEngine {
 
   async function writeOutcomes(outcomes: Outcome[]): Promise<Set<string>> {
     const completedAt = clock().toISOString();
-    const rows = outcomes.map((o) => {
-      const code = o.result?.ok === true ? o.result.status : (o.result?.status ?? null);
-      const attemptOutcome = o.status === "delivered" ? "delivered" : o.status === "pending" ? "retry" : "failed";
-      return sql`(${o.send.id}::text, ${o.token}::text, ${o.status}::text, ${o.nextAt?.toISOString() ?? null}::timestamptz,
-        ${o.error}::text, ${code}::int, ${o.status === "pending" ? null : completedAt}::timestamptz,
-        ${newId("natt")}::text, ${o.send.attempts}::int, ${o.started.toISOString()}::timestamptz, ${o.durationMs}::int, ${attemptOutcome}::text, ${o.attempted}::boolean)`;
-    });
+    // The outcomes go as one JSON parameter (json_to_recordset), not 13 bound values per row: building and
+    // binding a few thousand parameters per statement was a visible part of the engine's CPU per send.
+    const rows = outcomes.map((o) => ({
+      id: o.send.id,
+      token: o.token,
+      status: o.status,
+      next_at: o.nextAt?.toISOString() ?? null,
+      error: o.error,
+      code: o.result?.ok === true ? o.result.status : (o.result?.status ?? null),
+      completed_at: o.status === "pending" ? null : completedAt,
+      attempt_id: newId("natt"),
+      attempt: o.send.attempts,
+      started_at: o.started.toISOString(),
+      duration_ms: o.durationMs,
+      outcome: o.status === "delivered" ? "delivered" : o.status === "pending" ? "retry" : "failed",
+      attempted: o.attempted,
+    }));
     // A send not attempted (cancelled, deferred) gives its claim's attempt back and gets no attempt row.
     const result = await db.execute(sql`
-      with input (id, token, status, next_at, error, code, completed_at, attempt_id, attempt, started_at, duration_ms, outcome, attempted) as (
-        values ${sql.join(rows, sql`, `)}
+      with input as (
+        select * from json_to_recordset(${JSON.stringify(rows)}::json) as i(id text, token text, status text, next_at timestamptz,
+          error text, code int, completed_at timestamptz, attempt_id text, attempt int, started_at timestamptz, duration_ms int,
+          outcome text, attempted boolean)
       ), updated as (
         update notification_outbox o
         set status = i.status,
