@@ -11,9 +11,9 @@
  *    grid a join seeds), then one verified webhook channel per member pointing
  *    at a loopback receiver, each with its own encrypted signing secret,
  *    subscribed to deploy.failed.
- * 3. Runs the app and the delivery engine as the Node adapter does (node:http
+ * 3. Runs the app and the delivery engine as the Node adapter does (undici
  *    outbound with private addresses allowed for the loopback receiver;
- *    BENCH_CONCURRENCY / BENCH_BATCH override the engine's 16 / 32), posts one
+ *    BENCH_CONCURRENCY / BENCH_BATCH override the engine's defaults, DEFAULT_POLICY's concurrency and batchSize), posts one
  *    `deploy.failed` event and measures: the POST (recipient resolution, feed
  *    entries and outbox rows, in one transaction), the statements it issued,
  *    and the time until every send is recorded as delivered.
@@ -49,8 +49,8 @@ import { createNodeOutbound } from "../shared/outbound/node";
 import { admin, ADMIN_URL, ask, intEnv, report, stopChild, thousands, waitForMessage } from "./common";
 
 const MEMBERS = intEnv("BENCH_MEMBERS", 5_000, 1, 100_000);
-const CONCURRENCY = intEnv("BENCH_CONCURRENCY", 16, 1, 256);
-const BATCH = intEnv("BENCH_BATCH", 32, 1, 1000);
+const CONCURRENCY = intEnv("BENCH_CONCURRENCY", DEFAULT_POLICY.concurrency, 1, 256);
+const BATCH = intEnv("BENCH_BATCH", DEFAULT_POLICY.batchSize, 1, 1000);
 const TIMEOUT_MS = 600_000;
 
 const log = (line: string) => console.log(line);
