@@ -65,9 +65,18 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { and, count, eq } from "drizzle-orm";
+import { and, count, eq, sql, sum } from "drizzle-orm";
 import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
-import { deployments, environments, logLines, organizations, projects, type RouteRuleConfig, type RouteRuleKind, routeRules } from "../shared/db/schema";
+import {
+  deployments,
+  environments,
+  organizations,
+  projects,
+  requestLogBatches,
+  type RouteRuleConfig,
+  type RouteRuleKind,
+  routeRules,
+} from "../shared/db/schema";
 import { newId } from "../shared/ids";
 import { freshDatabase, type FreshDatabase } from "../test/support/fresh-database";
 import { ADMIN_URL, ask, compiledEntry, intEnv, report, stopChild, thousands, waitForMessage } from "./common";
@@ -472,10 +481,10 @@ async function main(): Promise<void> {
   // Every proxied request is a request line (the batching writer flushes within a moment).
   await new Promise((r) => setTimeout(r, 1_000));
   const [stored] = await database.db
-    .select({ n: count() })
-    .from(logLines)
-    .where(and(eq(logLines.orgId, seeded.orgId), eq(logLines.kind, "request")));
-  log(`server log: ${stored?.n ?? 0} request lines stored`);
+    .select({ n: sum(sql`${requestLogBatches.lastSeq} - ${requestLogBatches.firstSeq} + 1`).mapWith(Number), batches: count() })
+    .from(requestLogBatches)
+    .where(eq(requestLogBatches.orgId, seeded.orgId));
+  log(`server log: ${stored?.n ?? 0} request lines stored, in ${stored?.batches ?? 0} batches`);
 
   let allMet = true;
   const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;

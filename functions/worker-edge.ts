@@ -26,7 +26,7 @@ import type { Db } from "../shared/db/types";
 import type { Logger } from "../shared/http/logger";
 import { parseAddress } from "../shared/net/cidr";
 import { FORWARD_HEADER_NAMES, signForward } from "../shared/net/edge-forward";
-import { appendLogLines } from "./logs/store";
+import { appendRequestLines } from "./logs/request-batches";
 import { takeRateLimits } from "./notifications/rate-limit";
 import { type EdgeReason, pageOf } from "./self-hosted/edge/pages";
 import { requestLogLine } from "./self-hosted/edge/request-log";
@@ -105,7 +105,7 @@ export async function serveAppRequest(request: Request, target: EdgeTarget | "un
   const client = { text: clientText, address: parseAddress(clientText) };
   const host = request.headers.get("host") ?? url.host;
   const log = (status: number, bytes: number, ruleId: string | null, forTarget = target) =>
-    appendLogLines(deps.db, [
+    appendRequestLines(deps.db, [
       requestLogLine(forTarget, {
         method: request.method,
         host,

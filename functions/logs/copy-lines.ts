@@ -2,7 +2,8 @@
  * appendLogLines (store.ts) over node-postgres with COPY instead of INSERT … SELECT FROM json_to_recordset:
  * the same rows, numbers and transaction, for the batching writer (writer.ts) on Postgres.
  *
- * Why: every request through the self-hosted edge is a log line, and Postgres' CPU per line is paid on the
+ * Why: chatty apps write thousands of lines a second (request lines were rows here too, until migration 0032
+ * stored them by the batch), and Postgres' CPU per line is paid on the
  * same cores as the edge and its apps. Measured on the bench's machine (PostgreSQL 15, batches of 250
  * request lines): 33 µs of backend CPU per line through json_to_recordset, 20 µs through COPY (the JSON
  * parse of the whole batch and the record expansion are gone). Most of the rest was the three foreign keys,

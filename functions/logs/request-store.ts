@@ -1,18 +1,24 @@
 /**
- * Server logs: the `request` lines the self-hosted edge writes (one per proxied
- * request; fields: method, host, path without query, status, durationMs, bytes,
- * clientAddress, environment, rule). Filters read those fields; each is one
- * comparison on a short value, so a read is linear in the lines it scans.
+ * Server logs: the `request` lines the edges write (one per request first received;
+ * stored a batch row per project and flush: request-batches.ts, request-lines.ts).
+ * Reads walk a project's batches by sequence number, a bounded step at a time: the
+ * batches' numbers first (no lines), then the lines of at most STEP_LINES of them,
+ * decoded and filtered here (each filter one comparison on a short value, so a read is
+ * linear in the lines it decodes), giving way to other requests between steps.
  */
-import { and, asc, desc, eq, gt, gte, lt, lte, type SQL, sql } from "drizzle-orm";
-import { apiTokens, logLines } from "../../shared/db/schema";
+import { and, asc, between, desc, eq, gt, gte, lt, lte, type SQL } from "drizzle-orm";
+import { apiTokens, requestLogBatches } from "../../shared/db/schema";
 import type { Db, Executor } from "../../shared/db/types";
 import { newId } from "../../shared/ids";
 import { findProject } from "../projects/store";
+import { MAX_ROW_LINES } from "./request-batches";
+import { decodeRequestLines, type RequestLine } from "./request-lines";
+import { yieldToOthers } from "./store";
 
-export type RequestLineRow = Pick<typeof logLines.$inferSelect, "seq" | "at" | "deploymentId" | "fields">;
-
-const columns = { seq: logLines.seq, at: logLines.at, deploymentId: logLines.deploymentId, fields: logLines.fields };
+export interface RequestLineRow {
+  seq: number;
+  line: RequestLine;
+}
 
 export interface RequestFilter {
   /** A status class (2 for 2xx) or an exact code. */
@@ -24,15 +30,36 @@ export interface RequestFilter {
   since?: Date;
 }
 
-function where(orgId: string, projectId: string, f: RequestFilter): SQL[] {
-  const out: SQL[] = [eq(logLines.projectId, projectId), eq(logLines.kind, "request"), eq(logLines.orgId, orgId)];
-  const status = sql`(${logLines.fields}->>'status')::int`;
-  if (f.status && "class" in f.status) out.push(sql`${status} between ${f.status.class * 100} and ${f.status.class * 100 + 99}`);
-  if (f.status && "code" in f.status) out.push(sql`${status} = ${f.status.code}`);
-  if (f.method !== undefined) out.push(sql`${logLines.fields}->>'method' = ${f.method}`);
-  if (f.path !== undefined) out.push(sql`starts_with(${logLines.fields}->>'path', ${f.path})`);
-  if (f.since !== undefined) out.push(gte(logLines.at, f.since));
+/** Lines decoded per step at most (one batch more when a single batch is larger). */
+const STEP_LINES = 10_000;
+/** Batch numbers read per step. */
+const HEADS_PER_STEP = 200;
+
+function matches(l: RequestLine, f: RequestFilter): boolean {
+  if (f.status !== undefined && ("class" in f.status ? Math.floor(l.status / 100) !== f.status.class : l.status !== f.status.code)) return false;
+  if (f.method !== undefined && l.method !== f.method) return false;
+  if (f.path !== undefined && !l.path.startsWith(f.path)) return false;
+  if (f.since !== undefined && l.at < f.since.getTime()) return false;
+  return true;
+}
+
+const b = requestLogBatches;
+
+function batchesOf(orgId: string, projectId: string, f: RequestFilter): SQL[] {
+  const out: SQL[] = [eq(b.projectId, projectId), eq(b.orgId, orgId)];
+  if (f.since !== undefined) out.push(gte(b.lastAt, f.since));
   return out;
+}
+
+/** The leading batches of `heads` holding up to STEP_LINES lines (at least one batch). */
+function step(heads: { firstSeq: number; lastSeq: number }[]): { firstSeq: number; lastSeq: number }[] {
+  let lines = 0;
+  let n = 0;
+  while (n < heads.length && (n === 0 || lines + heads[n]!.lastSeq - heads[n]!.firstSeq + 1 <= STEP_LINES)) {
+    lines += heads[n]!.lastSeq - heads[n]!.firstSeq + 1;
+    n++;
+  }
+  return heads.slice(0, n);
 }
 
 /** The newest `limit` matching lines before `beforeSeq` (none: the newest), returned oldest first. */
@@ -44,18 +71,41 @@ export async function listRequestLines(
   beforeSeq: number | undefined,
   limit: number,
 ): Promise<{ rows: RequestLineRow[]; more: boolean }> {
-  const w = where(orgId, projectId, f);
-  if (beforeSeq !== undefined) w.push(lt(logLines.seq, beforeSeq));
-  const rows = await ex
-    .select(columns)
-    .from(logLines)
-    .where(and(...w))
-    .orderBy(desc(logLines.seq))
-    .limit(limit + 1);
-  return { rows: rows.slice(0, limit).reverse(), more: rows.length > limit };
+  const found: RequestLineRow[] = [];
+  let hi = beforeSeq;
+  for (;;) {
+    const where = batchesOf(orgId, projectId, f);
+    if (hi !== undefined) where.push(lt(b.firstSeq, hi));
+    const heads = await ex
+      .select({ firstSeq: b.firstSeq, lastSeq: b.lastSeq })
+      .from(b)
+      .where(and(...where))
+      .orderBy(desc(b.firstSeq))
+      .limit(HEADS_PER_STEP);
+    if (heads.length === 0) break;
+    const picked = step(heads);
+    const lowest = picked[picked.length - 1]!.firstSeq;
+    const batches = await ex
+      .select({ firstSeq: b.firstSeq, lines: b.lines })
+      .from(b)
+      .where(and(eq(b.projectId, projectId), eq(b.orgId, orgId), between(b.firstSeq, lowest, picked[0]!.firstSeq)))
+      .orderBy(desc(b.firstSeq));
+    for (const batch of batches) {
+      const lines = decodeRequestLines(batch.lines);
+      for (let i = lines.length - 1; i >= 0; i--) {
+        const seq = batch.firstSeq + i;
+        if ((hi === undefined || seq < hi) && matches(lines[i]!, f)) found.push({ seq, line: lines[i]! });
+      }
+      if (found.length > limit) return { rows: found.slice(0, limit).reverse(), more: true };
+    }
+    if (picked.length === heads.length && heads.length < HEADS_PER_STEP) break;
+    hi = lowest;
+    await yieldToOthers();
+  }
+  return { rows: found.reverse(), more: false };
 }
 
-/** Matching lines with `afterSeq < seq <= uptoSeq`, oldest first (the stream's read). */
+/** Matching lines with `afterSeq < seq <= uptoSeq`, oldest first, at most `limit` (the stream's read). */
 export async function readRequestLines(
   ex: Executor,
   orgId: string,
@@ -65,12 +115,37 @@ export async function readRequestLines(
   uptoSeq: number,
   limit: number,
 ): Promise<RequestLineRow[]> {
-  return ex
-    .select(columns)
-    .from(logLines)
-    .where(and(...where(orgId, projectId, f), gt(logLines.seq, afterSeq), lte(logLines.seq, uptoSeq)))
-    .orderBy(asc(logLines.seq))
-    .limit(limit);
+  const found: RequestLineRow[] = [];
+  let lo = afterSeq;
+  while (lo < uptoSeq) {
+    // A batch numbers at most MAX_ROW_LINES lines: one holding `lo + 1` starts after `lo - MAX_ROW_LINES` (the index range).
+    const heads = await ex
+      .select({ firstSeq: b.firstSeq, lastSeq: b.lastSeq })
+      .from(b)
+      .where(and(...batchesOf(orgId, projectId, f), gt(b.firstSeq, lo - MAX_ROW_LINES), gt(b.lastSeq, lo), lte(b.firstSeq, uptoSeq)))
+      .orderBy(asc(b.firstSeq))
+      .limit(HEADS_PER_STEP);
+    if (heads.length === 0) break;
+    const picked = step(heads);
+    const batches = await ex
+      .select({ firstSeq: b.firstSeq, lines: b.lines })
+      .from(b)
+      .where(and(eq(b.projectId, projectId), eq(b.orgId, orgId), between(b.firstSeq, picked[0]!.firstSeq, picked[picked.length - 1]!.firstSeq)))
+      .orderBy(asc(b.firstSeq));
+    for (const batch of batches) {
+      const lines = decodeRequestLines(batch.lines);
+      for (let i = 0; i < lines.length; i++) {
+        const seq = batch.firstSeq + i;
+        if (seq > lo && seq <= uptoSeq && matches(lines[i]!, f)) {
+          found.push({ seq, line: lines[i]! });
+          if (found.length === limit) return found;
+        }
+      }
+    }
+    lo = picked[picked.length - 1]!.lastSeq;
+    if (picked.length === heads.length && heads.length < HEADS_PER_STEP) break;
+  }
+  return found;
 }
 
 export interface NewStreamToken {

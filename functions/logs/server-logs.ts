@@ -44,23 +44,20 @@ export const RequestLineSchema = z
   .openapi("ServerLogLine");
 type RequestLine = z.infer<typeof RequestLineSchema>;
 
-function view(r: RequestLineRow): RequestLine {
-  const f = (r.fields ?? {}) as Record<string, unknown>;
-  const str = (v: unknown) => (typeof v === "string" ? v : null);
-  const int = (v: unknown) => (typeof v === "number" ? Math.round(v) : 0);
+function view({ seq, line }: RequestLineRow): RequestLine {
   return {
-    id: String(r.seq),
-    timestamp: r.at.toISOString(),
-    deploymentId: r.deploymentId,
-    method: str(f.method) ?? "",
-    host: str(f.host),
-    path: str(f.path) ?? "",
-    status: int(f.status),
-    durationMs: int(f.durationMs),
-    bytes: int(f.bytes),
-    clientAddress: str(f.clientAddress) ?? "",
-    environment: str(f.environment),
-    rule: str(f.rule),
+    id: String(seq),
+    timestamp: new Date(line.at).toISOString(),
+    deploymentId: line.deploymentId,
+    method: line.method,
+    host: line.host,
+    path: line.path,
+    status: line.status,
+    durationMs: line.durationMs,
+    bytes: line.bytes,
+    clientAddress: line.clientAddress,
+    environment: line.environment,
+    rule: line.rule,
   };
 }
 

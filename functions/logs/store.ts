@@ -1,5 +1,6 @@
 /**
- * The log store: build, runtime and request lines of every project, in one table.
+ * The log store: build and runtime lines of every project, in one table (request lines:
+ * request-batches.ts).
  * Writers append batches; each batch takes its numbers from the project's counter
  * row in the same transaction (see shared/db/schema/logs.ts for why that keeps
  * streams gap-free). Lines over MAX_LINE_CHARS are cut with a marker.

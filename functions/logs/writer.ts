@@ -1,40 +1,47 @@
 /**
- * A batching writer in front of the log store: chatty apps write thousands of
- * lines a second, and one insert per line would cap that at the database's round
- * trips. Lines wait at most FLUSH_MS (or until MAX_BATCH are queued), then go in
- * one transaction; `onAppended` is told which projects got lines (streams wake).
- * A failed flush is logged and its lines dropped: logs never stall the app.
+ * Batching writers in front of the log stores: chatty apps write thousands of
+ * lines a second, and every request through the edge is a line; one insert per
+ * line would cap that at the database's round trips. Lines wait at most FLUSH_MS
+ * (or until MAX_BATCH are queued), then go in one transaction; `onAppended` is
+ * told which projects got lines (streams wake). A failed flush is logged and its
+ * lines dropped: logs never stall the app.
+ *
+ * Two writers share this: build and runtime lines (createLogWriter, into
+ * log_lines) and the edge's request lines (createRequestLogWriter, a batch row per
+ * project and flush in request_log_batches: request-batches.ts).
  */
 import pg from "pg";
 import type { Db } from "../../shared/db/types";
 import type { Logger } from "../../shared/http/logger";
-import { copyLogLines } from "./copy-lines";
-import { appendLogLines, type NewLogLine } from "./store";
 import { countLogLines } from "../operations/metrics/process-metrics";
+import { copyLogLines } from "./copy-lines";
+import { appendRequestLines, type PendingRequestLine } from "./request-batches";
+import { appendLogLines, type NewLogLine } from "./store";
 
 const FLUSH_MS = 50;
 const MAX_BATCH = 5000;
 /** Lines queued beyond this (the database cannot keep up) are dropped and counted, not buffered without bound. */
 const MAX_QUEUED = 100_000;
 
-export interface LogWriter {
-  write(line: NewLogLine): void;
+export interface BatchWriter<T> {
+  write(line: T): void;
   /** Writes everything queued so far; resolves when it is stored. */
   flush(): Promise<void>;
   /** Lines dropped because the queue was full or a flush failed. */
   readonly dropped: number;
 }
 
-/** On node-postgres the lines go in with COPY (copy-lines.ts: a third of Postgres' CPU per line less); on PGlite through store.ts's INSERT. */
-function appenderFor(db: Db): (lines: NewLogLine[]) => Promise<number> {
-  const client = (db as unknown as { $client?: unknown }).$client;
-  if (client instanceof pg.Pool) return (lines) => copyLogLines(client, lines);
-  return (lines) => appendLogLines(db, lines);
+export type LogWriter = BatchWriter<NewLogLine>;
+export type RequestLogWriter = BatchWriter<PendingRequestLine>;
+
+interface WriterDeps {
+  logger: Logger;
+  onAppended?: (projectIds: string[]) => void;
 }
 
-export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (projectIds: string[]) => void }): LogWriter {
-  const append = appenderFor(deps.db);
-  let queue: NewLogLine[] = [];
+/** A batching writer over `append` (one transaction for any mix of projects; each project's lines in order). */
+function createBatchWriter<T extends { projectId: string }>(append: (lines: T[]) => Promise<unknown>, deps: WriterDeps): BatchWriter<T> {
+  let queue: T[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let dropped = 0;
@@ -58,7 +65,7 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
       } catch (error) {
         // One project's lines can fail alone (it was just deleted: its log_sequences row cannot be taken): retry
         // project by project so the others' lines are kept.
-        const byProject = new Map<string, NewLogLine[]>();
+        const byProject = new Map<string, T[]>();
         for (const l of batch) {
           const list = byProject.get(l.projectId);
           if (list) list.push(l);
@@ -101,4 +108,21 @@ export function createLogWriter(deps: { db: Db; logger: Logger; onAppended?: (pr
       return dropped;
     },
   };
+}
+
+/** On node-postgres the lines go in with COPY (copy-lines.ts: a third of Postgres' CPU per line less); on PGlite through store.ts's INSERT. */
+function appenderFor(db: Db): (lines: NewLogLine[]) => Promise<number> {
+  const client = (db as unknown as { $client?: unknown }).$client;
+  if (client instanceof pg.Pool) return (lines) => copyLogLines(client, lines);
+  return (lines) => appendLogLines(db, lines);
+}
+
+/** Build and runtime lines, into log_lines. */
+export function createLogWriter(deps: WriterDeps & { db: Db }): LogWriter {
+  return createBatchWriter(appenderFor(deps.db), deps);
+}
+
+/** The edge's request lines: a batch row per project and flush (request-batches.ts). */
+export function createRequestLogWriter(deps: WriterDeps & { db: Db }): RequestLogWriter {
+  return createBatchWriter((lines) => appendRequestLines(deps.db, lines), deps);
 }

@@ -32,7 +32,7 @@ import { useGuardedCloudTransport } from "../cloud/transport";
 import { createLogFeed } from "../../shared/logs/feed";
 import { createWakeFeed, JOBS_QUEUED } from "../../shared/wake-feed";
 import { startRetentionSweeper } from "../operations/retention/sweeper";
-import { createLogWriter } from "../logs/writer";
+import { createLogWriter, createRequestLogWriter } from "../logs/writer";
 import { listenPgliteChannel, listenPostgresChannel } from "../../shared/db/listen";
 import { createEdge, type Edge } from "./edge/edge";
 import { createRouteTable, EDGE_CHANNEL } from "./edge/route-table";
@@ -104,6 +104,8 @@ export async function createNodeServices(
   // Build servers' waiting claims wake when this process queues a deployment (functions/servers/runner-jobs.ts).
   const jobFeed = createWakeFeed();
   const writer = createLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
+  // The edge's request lines: a batch row per project and flush (functions/logs/request-batches.ts).
+  const requestWriter = createRequestLogWriter({ db: database.db, logger, onAppended: (ids) => logFeed.notify(ids) });
   const wakeDeliveries = overrides.wakeDeliveries ?? (() => engine.wake());
 
   const runnerSettings = { ...config.runner, ...overrides.runner };
@@ -154,7 +156,7 @@ export async function createNodeServices(
     // Forwarding to a server's public URL passes the outbound guard (functions/servers/forward-lookup-node.ts).
     outboundAllowPrivate: config.outboundAllowPrivate,
     table: routeTable,
-    logs: writer,
+    logs: requestWriter,
     logger,
     trustedProxies: config.trustedProxies,
     holdMs: runnerSettings.healthTimeoutMs,
@@ -229,6 +231,7 @@ export async function createNodeServices(
       await runner?.stop();
       await sandbox?.close();
       await writer.flush();
+      await requestWriter.flush();
       await engine.stop();
       await sweeper?.stop();
       await retentionSweeper?.stop();

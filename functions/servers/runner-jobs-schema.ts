@@ -77,7 +77,7 @@ export const LeaseSchema = z.object({ leaseExpiresAt: z.string() }).openapi("Run
 
 export const RunnerLogLineSchema = z.strictObject({
   seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ description: "The runner's sequence for this job, from 1, increasing" }),
-  kind: z.enum(LOG_KINDS).exclude(["request"]),
+  kind: z.enum(LOG_KINDS),
   stream: z.enum(LOG_STREAMS),
   at: z.iso.datetime({ offset: true }),
   message: z.string().max(MAX_LINE_CHARS),

@@ -11,7 +11,7 @@
 import { request as httpRequest } from "node:http";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendLogLines } from "../../functions/logs/store";
+import { appendRequestLines, pendingRequestLine } from "../../functions/logs/request-batches";
 import { sseSettings } from "../../shared/http/sse";
 import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
@@ -47,17 +47,12 @@ interface Seeded {
 
 /** Request lines as the edge writes them (functions/self-hosted/edge/request-log.ts). */
 async function seedRequests(projectId: string, requests: Seeded[]) {
-  await appendLogLines(
+  await appendRequestLines(
     server.harness.db,
-    requests.map((r) => ({
-      orgId: owner.orgId,
-      projectId,
-      deploymentId: null,
-      kind: "request" as const,
-      stream: "system" as const,
-      at: r.at ?? new Date(),
-      message: `${r.method} ${r.path} ${r.status} 3ms`,
-      fields: {
+    requests.map((r) =>
+      pendingRequestLine(projectId, owner.orgId, {
+        at: (r.at ?? new Date()).getTime(),
+        deploymentId: null,
         method: r.method,
         host: "shop.apps.test",
         path: r.path,
@@ -67,8 +62,8 @@ async function seedRequests(projectId: string, requests: Seeded[]) {
         clientAddress: "203.0.113.9",
         environment: "production",
         rule: null,
-      },
-    })),
+      }),
+    ),
   );
 }
 

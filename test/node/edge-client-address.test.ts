@@ -7,16 +7,17 @@
 import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer } from "../../functions/self-hosted/http-server";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
-import { deployments, environments, logLines, organizations, projects, routeRules } from "../../shared/db/schema";
+import { deployments, environments, organizations, projects, routeRules } from "../../shared/db/schema";
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { parseCidr } from "../../shared/net/cidr";
+import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
 
@@ -76,7 +77,7 @@ describe("edge client address behind a trusted proxy (PGlite)", () => {
     });
 
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     flush = () => logs.flush();
     const edge = createEdge({
       db,
@@ -112,8 +113,8 @@ describe("edge client address behind a trusted proxy (PGlite)", () => {
     }
     expect((await get(port, host, "/ban", { "x-forwarded-for": "7.7.7.7:1234" })).status).toBe(200);
     await flush();
-    const lines = await database.db.select().from(logLines);
-    const clients = lines.filter((l) => l.projectId === projectId).map((l) => (l.fields as { clientAddress: string }).clientAddress);
+    const lines = await storedRequestLines(database.db, projectId);
+    const clients = lines.map((l) => l.clientAddress);
     expect(clients).toEqual(["6.6.6.6", "6.6.6.6", "6.6.6.6", "6.6.6.6", "7.7.7.7"]);
   });
 
@@ -132,8 +133,8 @@ describe("edge client address behind a trusted proxy (PGlite)", () => {
     const res = await get(port, host, "/other", { "x-forwarded-for": "6.6.6.6, _hidden" });
     expect(res.status).toBe(200);
     await flush();
-    const lines = await database.db.select().from(logLines);
-    const last = lines.filter((l) => l.projectId === projectId && (l.fields as { path: string }).path === "/other");
-    expect(last.map((l) => (l.fields as { clientAddress: string }).clientAddress)).toEqual(["unknown"]);
+    const lines = await storedRequestLines(database.db, projectId);
+    const last = lines.filter((l) => l.path === "/other");
+    expect(last.map((l) => l.clientAddress)).toEqual(["unknown"]);
   });
 });

@@ -11,7 +11,7 @@ import { createServer as createHttpServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable } from "../../functions/self-hosted/edge/route-table";
@@ -93,7 +93,7 @@ describe("self-hosted edge: forwarding to a private publicUrl (PGlite)", () => {
     });
     await setServing(db, deploymentId, server.id, 4000, new Date());
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     const logLines: string[] = [];
     const edge = createEdge({
       db,

@@ -8,10 +8,10 @@
  * is woken and its request held until the server reports it listening.
  */
 import { request } from "node:http";
-import { and, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
@@ -21,12 +21,13 @@ import { createServer as registerServer, updateServer } from "../../functions/se
 import { createKeyring, type Keyring } from "../../shared/crypto/keyring";
 import { listenPgliteChannel, type Stoppable } from "../../shared/db/listen";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
-import { deployments, environments, logLines, organizations, projects, routeRules, servers, users } from "../../shared/db/schema";
+import { deployments, environments, organizations, projects, routeRules, servers, users } from "../../shared/db/schema";
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { useCleanups } from "../support/cleanups";
 import { type SeenRequest, startServerEdgeFixture } from "../support/server-edge-fixture";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
+import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
 const { cleanups } = useCleanups("edge-forward-");
@@ -103,7 +104,7 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
 
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
     current = table;
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     const edge = createEdge({
       db,
       table,
@@ -151,11 +152,8 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
     expect(denied.headers["x-workspace-edge"]).toBe("denied");
 
     await s.logs.flush();
-    const lines = await database.db
-      .select()
-      .from(logLines)
-      .where(and(eq(logLines.projectId, s.projectId), eq(logLines.kind, "request")));
-    expect(lines.map((l) => (l.fields as { status: number }).status).sort()).toEqual([200, 403]);
+    const lines = await storedRequestLines(database.db, s.projectId);
+    expect(lines.map((l) => l.status).sort()).toEqual([200, 403]);
     expect(lines.every((l) => l.deploymentId === s.deploymentId)).toBe(true);
   });
 

@@ -10,7 +10,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable } from "../../functions/self-hosted/edge/route-table";
@@ -112,7 +112,7 @@ describe("edge framing", () => {
       .insert(deployments)
       .values({ id: newId("dpl"), orgId, projectId, environmentId, status: "ready", current: true, port: app.port, servedBy: "test", source: "git" });
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [], holdMs: 1000, touchEveryMs: 1000, apiHosts: [...LOOPBACK_HOSTS] });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1", closeGraceMs: 100 });
     http.serve(() => new Response("the api"), edge);

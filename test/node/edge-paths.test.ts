@@ -9,7 +9,7 @@
 import { createServer } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable } from "../../functions/self-hosted/edge/route-table";
@@ -118,7 +118,7 @@ describe("edge request paths", () => {
         .values({ id: newId("rr"), orgId, projectId, kind: "allow-deny", path, config: { mode: "deny", cidrs: ["127.0.0.0/8"] } as never });
     }
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [], holdMs: 1000, touchEveryMs: 1000, apiHosts: [...LOOPBACK_HOSTS] });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1", closeGraceMs: 100 });
     http.serve(() => new Response("the api"), edge);

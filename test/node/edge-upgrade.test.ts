@@ -8,21 +8,21 @@
  */
 import { createServer, type IncomingMessage } from "node:http";
 import { type AddressInfo, connect } from "node:net";
-import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
 import { bindHttpServer } from "../../functions/self-hosted/http-server";
 import { listenPgliteChannel, type Stoppable } from "../../shared/db/listen";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
-import { deployments, environments, logLines, organizations, projects, routeRules } from "../../shared/db/schema";
+import { deployments, environments, organizations, projects, routeRules } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { useCleanups } from "../support/cleanups";
+import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
 const { cleanups } = useCleanups("edge-upgrade-");
@@ -134,7 +134,7 @@ describe("edge upgrades (PGlite)", () => {
     const db = database.db;
     const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
     current = table;
-    const logs = createLogWriter({ db, logger: silentLogger });
+    const logs = createRequestLogWriter({ db, logger: silentLogger });
     const edge = createEdge({ db, table, logs, logger: silentLogger, trustedProxies: [], holdMs: 1500, touchEveryMs: 1000, apiHosts: [...LOOPBACK_HOSTS] });
     const http = await bindHttpServer({ port: 0, host: "127.0.0.1" });
     http.serve(() => new Response("the api"), edge);
@@ -147,7 +147,7 @@ describe("edge upgrades (PGlite)", () => {
     return { port: http.port, table, logs };
   }
 
-  const requestLines = async (projectId: string) => database.db.select().from(logLines).where(eq(logLines.projectId, projectId));
+  const requestLines = (projectId: string) => storedRequestLines(database.db, projectId);
 
   for (const status of [200, 400, 426]) {
     it(`an app answering ${status} to an upgrade: the client gets that answer, the connection closes, and nothing after it reaches the app`, async () => {
@@ -180,10 +180,10 @@ describe("edge upgrades (PGlite)", () => {
 
       // The refused upgrade is logged with the app's status.
       await edge.logs.flush();
-      await within(2000, async () => (await requestLines(s.projectId)).some((l) => l.fields?.path === "/socket"));
+      await within(2000, async () => (await requestLines(s.projectId)).some((l) => l.path === "/socket"));
       const lines = await requestLines(s.projectId);
-      expect(lines.map((l) => l.fields?.status)).toEqual([status]);
-      expect(lines[0]!.fields).toMatchObject({ method: "GET", host: s.host, path: "/socket", status, clientAddress: "127.0.0.1" });
+      expect(lines.map((l) => l.status)).toEqual([status]);
+      expect(lines[0]!).toMatchObject({ method: "GET", host: s.host, path: "/socket", status, clientAddress: "127.0.0.1" });
     });
   }
 
@@ -216,6 +216,6 @@ describe("edge upgrades (PGlite)", () => {
 
     await edge.logs.flush();
     await within(2000, async () => (await requestLines(s.projectId)).length === 1);
-    expect((await requestLines(s.projectId))[0]!.fields).toMatchObject({ path: "/live", status: 101 });
+    expect((await requestLines(s.projectId))[0]!).toMatchObject({ path: "/live", status: 101 });
   });
 });

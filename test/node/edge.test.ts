@@ -11,7 +11,7 @@ import { createServer, request as httpRequest, type IncomingMessage } from "node
 import { connect, type AddressInfo, type Socket } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createLogWriter } from "../../functions/logs/writer";
+import { createRequestLogWriter } from "../../functions/logs/writer";
 import { LOOPBACK_HOSTS } from "../../functions/self-hosted/api-hosts";
 import { createEdge, type Edge } from "../../functions/self-hosted/edge/edge";
 import { createRouteTable, EDGE_CHANNEL, type RouteTable } from "../../functions/self-hosted/edge/route-table";
@@ -19,12 +19,13 @@ import { bindHttpServer, type BoundServer } from "../../functions/self-hosted/ht
 import { listenPgliteChannel, listenPostgresChannel, type Stoppable } from "../../shared/db/listen";
 import { openPglite, type PgliteDatabase } from "../../shared/db/pglite";
 import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
-import { deployments, domains, environments, logLines, organizations, projects, rateLimits, routeRules } from "../../shared/db/schema";
+import { deployments, domains, environments, logLines, organizations, projects, rateLimits, requestLogBatches, routeRules } from "../../shared/db/schema";
 import type { Db } from "../../shared/db/types";
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { parseCidr } from "../../shared/net/cidr";
 import { useCleanups } from "../support/cleanups";
+import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
 const { cleanups } = useCleanups("edge-");
@@ -149,7 +150,7 @@ interface EdgeOptions {
 async function startEdge(db: Db, listen: (table: RouteTable) => Promise<Stoppable>, opts: EdgeOptions = {}): Promise<EdgeServer> {
   const table = await createRouteTable({ db, sharedDomain: SHARED, logger: silentLogger });
   const feed = await listen(table);
-  const logs = createLogWriter({ db, logger: silentLogger });
+  const logs = createRequestLogWriter({ db, logger: silentLogger });
   const edge = createEdge({
     db,
     table,
@@ -485,17 +486,20 @@ describe("edge on PGlite", () => {
     await within(1000, async () => (await get(edge.port, host, "/banned/x")).status === 200);
 
     await within(2000, async () => {
-      const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
-      return lines.some((l) => l.fields?.status === 429);
+      const lines = await storedRequestLines(database.db, s.projectId);
+      return lines.some((l) => l.status === 429);
     });
-    const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
-    expect(lines.every((l) => l.kind === "request")).toBe(true);
-    const refused = lines.find((l) => l.fields?.status === 429)!;
-    expect(refused.fields).toMatchObject({ method: "GET", host, path: "/limited", status: 429, clientAddress: "127.0.0.1", environment: "production" });
-    expect(refused.fields!.rule).toMatch(/^rr_/);
-    expect(typeof refused.fields!.durationMs).toBe("number");
-    expect(typeof refused.fields!.bytes).toBe("number");
+    const lines = await storedRequestLines(database.db, s.projectId);
+    // The edge writes request lines only (build and runtime lines are the runner's).
+    expect(await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId))).toEqual([]);
+    const refused = lines.find((l) => l.status === 429)!;
+    expect(refused).toMatchObject({ method: "GET", host, path: "/limited", status: 429, clientAddress: "127.0.0.1", environment: "production" });
+    expect(refused.rule).toMatch(/^rr_/);
+    expect(typeof refused.durationMs).toBe("number");
+    expect(typeof refused.bytes).toBe("number");
     expect(JSON.stringify(lines)).not.toContain("hunter2");
+    const [stored] = await database.db.select({ lines: requestLogBatches.lines }).from(requestLogBatches).where(eq(requestLogBatches.projectId, s.projectId));
+    expect(stored!.lines).not.toContain("hunter2");
   });
 
   it("reads X-Forwarded-For only from a trusted proxy, so a client cannot spoof its way past a ban", async () => {
@@ -558,11 +562,11 @@ describe("edge on PGlite", () => {
     expect(JSON.parse((await get(edge.port, host, `http://${host}/abs?y=1`)).body).url).toBe("/abs?y=1");
     // The log line has the normalized path.
     await within(2000, async () => {
-      const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
-      return lines.some((l) => l.fields?.path === "/a/code/x");
+      const lines = await storedRequestLines(database.db, s.projectId);
+      return lines.some((l) => l.path === "/a/code/x");
     });
-    const lines = await database.db.select().from(logLines).where(eq(logLines.projectId, s.projectId));
-    const refused = lines.filter((l) => l.fields?.status === 403).map((l) => l.fields!.path);
+    const lines = await storedRequestLines(database.db, s.projectId);
+    const refused = lines.filter((l) => l.status === 403).map((l) => l.path);
     expect(refused).toContain("/admin");
     expect(refused).not.toContain("/a/../admin");
     expect(refused).not.toContain("/%61dmin");

@@ -76,11 +76,11 @@ describe("copyLogLines", () => {
         orgId,
         projectId: p.projectId,
         deploymentId: p.deploymentId,
-        kind: "request",
-        stream: "system",
+        kind: "runtime",
+        stream: "stdout",
         at,
         message: "GET /a 200 1ms",
-        fields: { method: "GET", path: '/a"b\\c\td', status: 200, nested: { x: [1, null, "\n"] }, rule: null },
+        fields: { process: "web", path: '/a"b\\c\td', status: 200, nested: { x: [1, null, "\n"] }, rule: null },
       },
     ];
     await appendLogLines(database.db, lines(viaInsert));

@@ -29,7 +29,7 @@ describe("appendLogLines", () => {
       orgId: t.orgId,
       projectId,
       deploymentId: null,
-      kind: fields ? "request" : "runtime",
+      kind: "runtime",
       stream: "stdout",
       at,
       message,
@@ -37,7 +37,7 @@ describe("appendLogLines", () => {
     });
     await appendLogLines(h.db, [
       ...awkward.map((m) => line(a.id, m)),
-      line(b.id, "GET /", { method: "GET", path: '/a"b\\c', status: 200, nested: { x: [1, null] } }),
+      line(b.id, "GET /", { process: "web", path: '/a"b\\c', status: 200, nested: { x: [1, null] } }),
       ...Array.from({ length: 4500 }, (_, i) => line(b.id, `bulk ${i}`)),
     ]);
     const rowsA = await h.db.select().from(logLines).where(eq(logLines.projectId, a.id)).orderBy(asc(logLines.seq));
@@ -46,7 +46,7 @@ describe("appendLogLines", () => {
     );
     const rowsB = await h.db.select().from(logLines).where(eq(logLines.projectId, b.id)).orderBy(asc(logLines.seq));
     expect(rowsB.map((r) => r.seq)).toEqual(Array.from({ length: 4501 }, (_, i) => i + 1));
-    expect(rowsB[0]).toMatchObject({ kind: "request", fields: { method: "GET", path: '/a"b\\c', status: 200, nested: { x: [1, null] } } });
+    expect(rowsB[0]).toMatchObject({ kind: "runtime", fields: { process: "web", path: '/a"b\\c', status: 200, nested: { x: [1, null] } } });
     expect(rowsB.at(-1)!.message).toBe("bulk 4499");
     // The counter goes on from there.
     await appendLogLines(h.db, [line(a.id, "next")]);

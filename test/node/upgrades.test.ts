@@ -14,6 +14,7 @@ import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { startSelfHosted } from "../../functions/self-hosted/start";
 import { cloneTokenPatch } from "../../functions/settings/store";
+import { storedRequestLines } from "../support/request-lines";
 import { hashToken } from "../../shared/auth/tokens";
 import { createKeyring } from "../../shared/crypto/keyring";
 import { CODE_MIGRATIONS, LATEST_MIGRATION } from "../../shared/db/migration-level";
@@ -136,27 +137,41 @@ describe("migrations on PGlite", () => {
     const dataDir = tempDir();
     const first = await openPglite({ dataDir });
     expect(first.migrated).toEqual(ALL_TAGS);
-    // Undo the newest migration (0031: log_lines' three foreign keys dropped, its `at` index made BRIN, two triggers
-    // deleting lines instead) and its record: one level behind.
+    // Undo the newest migration (0032: request lines moved from log_lines to request_log_batches) and its record: one
+    // level behind, with a request line as the edge wrote it before (a row of log_lines with JSON fields).
     await first.client.exec(`
-      drop trigger projects_delete_log_lines on projects;
-      drop trigger deployments_delete_log_lines on deployments;
-      drop function workspace_delete_project_log_lines();
-      drop function workspace_delete_deployment_log_lines();
-      drop index log_lines_at_idx;
-      create index log_lines_at_idx on log_lines using btree (at);
-      alter table log_lines add constraint log_lines_project_id_projects_id_fk foreign key (project_id) references projects(id) on delete cascade;
-      alter table log_lines add constraint log_lines_org_id_organizations_id_fk foreign key (org_id) references organizations(id) on delete cascade;
-      alter table log_lines add constraint log_lines_deployment_id_deployments_id_fk foreign key (deployment_id) references deployments(id) on delete cascade;`);
+      drop table request_log_batches;
+      insert into organizations (id, name) values ('org_up', 'Up');
+      insert into projects (id, org_id, name, slug) values ('prj_up', 'org_up', 'up', 'up');
+      insert into log_sequences (project_id, last) values ('prj_up', 2);
+      insert into log_lines (project_id, seq, org_id, deployment_id, kind, stream, at, message, fields) values
+        ('prj_up', 1, 'org_up', null, 'runtime', 'stdout', '2031-01-02T03:04:05.678Z', 'app line', null),
+        ('prj_up', 2, 'org_up', 'dpl_gone', 'request', 'system', '2031-01-02T03:04:06.789Z', 'GET /a 404 7ms',
+         '{"method":"GET","host":"up.apps.test","path":"/a\\tb\\\\c","status":404,"durationMs":7,"bytes":12,"clientAddress":"203.0.113.9","environment":"production","rule":null}');`);
     await first.client.query("delete from drizzle.__drizzle_migrations where created_at = $1", [LATEST_MIGRATION.when]);
     await first.close();
 
     const behind = await openPglite({ dataDir });
     expect(behind.migrated).toEqual([LATEST_MIGRATION.tag]);
-    const state = await behind.client.query(`
-      select (select count(*)::int from pg_constraint where conrelid = 'log_lines'::regclass and contype = 'f') as "foreignKeys",
-             (select count(*)::int from pg_trigger where tgname in ('projects_delete_log_lines', 'deployments_delete_log_lines')) as triggers`);
-    expect(state.rows).toEqual([{ foreignKeys: 0, triggers: 2 }]);
+    const kinds = await behind.client.query<{ kind: string }>("select kind from log_lines where project_id = 'prj_up'");
+    expect(kinds.rows).toEqual([{ kind: "runtime" }]);
+    expect(await storedRequestLines(behind.db, "prj_up")).toEqual([
+      {
+        seq: 2,
+        projectId: "prj_up",
+        at: Date.parse("2031-01-02T03:04:06.789Z"),
+        deploymentId: "dpl_gone",
+        method: "GET",
+        host: "up.apps.test",
+        path: "/a\tb\\c",
+        status: 404,
+        durationMs: 7,
+        bytes: 12,
+        clientAddress: "203.0.113.9",
+        environment: "production",
+        rule: null,
+      },
+    ]);
     await behind.close();
 
     const current = await openPglite({ dataDir });

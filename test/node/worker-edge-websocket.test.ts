@@ -15,16 +15,16 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { createServerEdge } from "../../functions/self-hosted/edge/server-edge";
 import { setServing } from "../../functions/self-hosted/runner/store";
 import { createServer as registerServer, updateServer } from "../../functions/servers/store";
-import { deployments, environments, logLines, organizations, projects, users } from "../../shared/db/schema";
+import { deployments, environments, organizations, projects, users } from "../../shared/db/schema";
 import { newId } from "../../shared/ids";
 import { deriveEdgeKey, FORWARD_HEADER_NAMES } from "../../shared/net/edge-forward";
 import { useCloudWorker } from "../support/cloud-worker";
+import { storedRequestLines } from "../support/request-lines";
 
 const cloud = useCloudWorker({ databasePrefix: "wsfwd" });
 
@@ -152,11 +152,7 @@ function refused(url: string, headers: Record<string, string>): Promise<{ status
 }
 
 async function requestLines() {
-  const lines = await cloud.db
-    .select()
-    .from(logLines)
-    .where(and(eq(logLines.projectId, projectId), eq(logLines.kind, "request")));
-  return lines.map((l) => ({ ...(l.fields as { path: string; status: number; bytes: number; host: string; method: string }), deploymentId: l.deploymentId }));
+  return storedRequestLines(cloud.db, projectId);
 }
 
 describe("WebSockets through the Worker's forwarding to a build server", () => {

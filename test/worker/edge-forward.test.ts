@@ -1,18 +1,11 @@
-/**
- * The Worker's edge in workerd (functions/worker-edge.ts) forwarding to a build server's
- * edge on loopback (test/setup/server-edge.ts starts it in the test run's Node process):
- * a project's free route reaches the app on the server with the original Host and
- * client address, signed; the Worker applies the route rules and writes the request
- * log; the server's edge refuses a request that did not come through the Worker.
- */
-import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { setServing } from "../../functions/self-hosted/runner/store";
 import { createServer as registerServer, updateServer } from "../../functions/servers/store";
-import { deployments, environments, logLines, organizations, projects, routeRules, users } from "../../shared/db/schema";
+import { deployments, environments, organizations, projects, routeRules, users } from "../../shared/db/schema";
 import { newId } from "../../shared/ids";
 import type { SeenRequest } from "../support/server-edge-fixture";
 import { openWorkerHarness, type WorkerHarness } from "../support/worker-harness";
+import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.example.com";
 
@@ -69,14 +62,11 @@ describe("Worker edge forwarding to a build server", () => {
     expect(denied.status).toBe(403);
     expect(denied.headers.get("x-workspace-edge")).toBe("denied");
 
-    const lines = await h.db
-      .select()
-      .from(logLines)
-      .where(and(eq(logLines.projectId, s.projectId), eq(logLines.kind, "request")));
-    expect(lines.map((l) => (l.fields as { status: number }).status).sort()).toEqual([200, 403]);
-    const forwarded = lines.find((l) => (l.fields as { status: number }).status === 200)!;
-    expect(forwarded.fields).toMatchObject({ clientAddress: "203.0.113.5", path: "/shop", bytes: expect.any(Number) });
-    expect((forwarded.fields as { bytes: number }).bytes).toBeGreaterThan(0);
+    const lines = await storedRequestLines(h.db, s.projectId);
+    expect(lines.map((l) => l.status).sort()).toEqual([200, 403]);
+    const forwarded = lines.find((l) => l.status === 200)!;
+    expect(forwarded).toMatchObject({ clientAddress: "203.0.113.5", path: "/shop", bytes: expect.any(Number) });
+    expect(forwarded.bytes).toBeGreaterThan(0);
     expect(forwarded.deploymentId).toBe(s.deploymentId);
   });
 

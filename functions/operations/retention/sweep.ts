@@ -12,7 +12,6 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { SESSION_IDLE_MS } from "../../../shared/auth/session";
-import { LOG_KINDS } from "../../../shared/db/schema";
 import { rowsOf } from "../../../shared/db/rows";
 import type { Db } from "../../../shared/db/types";
 import { pruneIdempotencyKeys } from "../../../shared/http/idempotency";
@@ -176,15 +175,34 @@ function sweepSignInCodes(db: Db, now: Date) {
 const projectFilter = (column: SQL, scope: SweepScope) =>
   scope.orgIds ? sql` and ${column} in (select id from projects where true${orgFilter(sql`org_id`, scope)})` : sql``;
 
-function sweepLogAge(db: Db, s: RetentionSettings, now: Date, scope: SweepScope) {
+async function sweepLogAge(db: Db, s: RetentionSettings, now: Date, scope: SweepScope): Promise<number> {
   const cutoff = before(now, s.logDays);
-  return inBatches(db, () =>
+  const lines = await inBatches(db, () =>
     deleteWhere(
       sql`log_lines`,
       sql`(project_id, seq)`,
       sql`select project_id, seq from log_lines where at < ${cutoff}::timestamptz${projectFilter(sql`project_id`, scope)}`,
     ),
   );
+  return lines + (await sweepRequestAge(db, cutoff, scope));
+}
+
+/** Request batches whose newest line is older than the cutoff (a batch spans one flush of the edge's writer: 50 ms). Answers the lines removed. */
+async function sweepRequestAge(db: Db, cutoff: string, scope: SweepScope): Promise<number> {
+  let lines = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const [row] = rowsOf<{ batches: number; lines: number }>(
+      await db.execute(sql`
+        with gone as (delete from request_log_batches where (project_id, first_seq) in (
+            select project_id, first_seq from request_log_batches where last_at < ${cutoff}::timestamptz${projectFilter(sql`project_id`, scope)}
+            limit ${SWEEP_BATCH})
+          returning last_seq - first_seq + 1 as n)
+        select count(*)::int as batches, coalesce(sum(n), 0)::int as lines from gone`),
+    );
+    lines += row?.lines ?? 0;
+    if ((row?.batches ?? 0) < SWEEP_BATCH) break;
+  }
+  return lines;
 }
 
 /**
@@ -192,6 +210,7 @@ function sweepLogAge(db: Db, s: RetentionSettings, now: Date, scope: SweepScope)
  * cap, so request lines never push build lines out. Only projects with more
  * lines in all than the smallest cap are looked at; the oldest line to keep is
  * found on the (project, kind, seq) index, and the older ones go in batches.
+ * Request lines are stored by the batch (request_log_batches): sweepRequestCap.
  */
 async function sweepLogCaps(db: Db, s: RetentionSettings, scope: SweepScope): Promise<number> {
   const smallest = Math.min(s.logLines.build, s.logLines.runtime, s.logLines.request);
@@ -200,7 +219,7 @@ async function sweepLogCaps(db: Db, s: RetentionSettings, scope: SweepScope): Pr
   );
   let total = 0;
   for (const { project_id: projectId } of candidates) {
-    for (const kind of LOG_KINDS) {
+    for (const kind of ["build", "runtime"] as const) {
       const cap = s.logLines[kind];
       const [edge] = rowsOf<{ seq: string | number }>(
         await db.execute(sql`select seq from log_lines where project_id = ${projectId} and kind = ${kind} order by seq desc offset ${cap} limit 1`),
@@ -215,8 +234,63 @@ async function sweepLogCaps(db: Db, s: RetentionSettings, scope: SweepScope): Pr
         ),
       );
     }
+    total += await sweepRequestCap(db, projectId, s.logLines.request);
   }
   return total;
+}
+
+/**
+ * A project's request lines beyond the newest `cap`: the batches wholly older go, and the batch
+ * holding the oldest line to keep loses its older lines (its text cut, its first number and time
+ * moved), so exactly `cap` stay.
+ */
+async function sweepRequestCap(db: Db, projectId: string, cap: number): Promise<number> {
+  const [edge] = rowsOf<{ first_seq: string | number; last_seq: string | number; upto: string | number }>(
+    await db.execute(sql`
+      select first_seq, last_seq, upto from (
+        select first_seq, last_seq, sum(last_seq - first_seq + 1) over (order by first_seq desc) as upto
+        from request_log_batches where project_id = ${projectId}) w
+      where upto > ${cap} order by first_seq desc limit 1`),
+  );
+  if (!edge) return 0;
+  const first = Number(edge.first_seq);
+  const last = Number(edge.last_seq);
+  // Lines of this batch that are among the newest `cap`.
+  const keep = cap - (Number(edge.upto) - (last - first + 1));
+  let removed = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const [row] = rowsOf<{ batches: number; lines: number }>(
+      await db.execute(sql`
+        with gone as (delete from request_log_batches where project_id = ${projectId} and first_seq in (
+            select first_seq from request_log_batches where project_id = ${projectId} and first_seq < ${keep > 0 ? first : first + 1}
+            order by first_seq limit ${SWEEP_BATCH})
+          returning last_seq - first_seq + 1 as n)
+        select count(*)::int as batches, coalesce(sum(n), 0)::int as lines from gone`),
+    );
+    removed += row?.lines ?? 0;
+    if ((row?.batches ?? 0) < SWEEP_BATCH) break;
+  }
+  if (keep > 0 && keep < last - first + 1) removed += await trimRequestBatch(db, projectId, first, keep);
+  return removed;
+}
+
+/** Keeps the newest `keep` lines of one batch (its text cut after the older lines' newlines: request-lines.ts); answers the lines cut. */
+async function trimRequestBatch(db: Db, projectId: string, firstSeq: number, keep: number): Promise<number> {
+  const [row] = rowsOf<{ lines: string; last_seq: string | number }>(
+    await db.execute(sql`select lines, last_seq from request_log_batches where project_id = ${projectId} and first_seq = ${firstSeq}`),
+  );
+  if (!row) return 0;
+  const lastSeq = Number(row.last_seq);
+  const cut = lastSeq - firstSeq + 1 - keep;
+  let at = 0;
+  for (let i = 0; i < cut; i++) at = row.lines.indexOf("\n", at) + 1;
+  const kept = row.lines.slice(at);
+  // A line starts with its time in milliseconds (request-lines.ts).
+  const firstAt = new Date(Number(kept.slice(0, kept.indexOf("\t"))));
+  await db.execute(sql`
+    update request_log_batches set first_seq = ${lastSeq - keep + 1}, first_at = ${firstAt.toISOString()}::timestamptz, lines = ${kept}
+    where project_id = ${projectId} and first_seq = ${firstSeq}`);
+  return cut;
 }
 
 /**

@@ -33,7 +33,7 @@ import type { Db } from "../../../shared/db/types";
 import type { Logger } from "../../../shared/http/logger";
 import type { Cidr } from "../../../shared/net/cidr";
 import { signForward } from "../../../shared/net/edge-forward";
-import type { LogWriter } from "../../logs/writer";
+import type { RequestLogWriter } from "../../logs/writer";
 import { guardedForwardConnect, type Resolve } from "../../servers/forward-lookup-node";
 import { forwardTarget } from "../../servers/forward-target";
 import { type Client, clientAddress, isTrustedPeer } from "./client-address";
@@ -60,7 +60,7 @@ export interface Edge {
 export interface EdgeDeps {
   db: Db;
   table: RouteTable;
-  logs: LogWriter;
+  logs: RequestLogWriter;
   logger: Logger;
   trustedProxies: Cidr[];
   /** How long a request waits for a current deployment that is not listening yet (HEALTH_TIMEOUT); then 503 with Retry-After. */

@@ -4,7 +4,7 @@
  * the same line. Query strings and headers are never stored (they carry secrets);
  * paths are cut at MAX_LOGGED_PATH characters.
  */
-import type { NewLogLine } from "../../logs/store";
+import { type PendingRequestLine, pendingRequestLine } from "../../logs/request-batches";
 import type { EdgeTarget } from "./store";
 
 /** Paths are logged up to this many characters. */
@@ -22,26 +22,18 @@ export interface RequestOutcome {
   at: Date;
 }
 
-export function requestLogLine(target: EdgeTarget, o: RequestOutcome): NewLogLine {
-  const shownPath = o.path.length > MAX_LOGGED_PATH ? o.path.slice(0, MAX_LOGGED_PATH) : o.path;
-  return {
-    orgId: target.orgId,
-    projectId: target.projectId,
+export function requestLogLine(target: EdgeTarget, o: RequestOutcome): PendingRequestLine {
+  return pendingRequestLine(target.projectId, target.orgId, {
+    at: o.at.getTime(),
     deploymentId: target.deployment?.id ?? null,
-    kind: "request",
-    stream: "system",
-    at: o.at,
-    message: `${o.method} ${shownPath} ${o.status} ${o.durationMs}ms`,
-    fields: {
-      method: o.method,
-      host: o.host,
-      path: shownPath,
-      status: o.status,
-      durationMs: o.durationMs,
-      bytes: o.bytes,
-      clientAddress: o.client,
-      environment: target.environment,
-      rule: o.ruleId,
-    },
-  };
+    method: o.method ?? "",
+    host: o.host,
+    path: o.path.length > MAX_LOGGED_PATH ? o.path.slice(0, MAX_LOGGED_PATH) : o.path,
+    status: o.status,
+    durationMs: o.durationMs,
+    bytes: o.bytes,
+    clientAddress: o.client,
+    environment: target.environment,
+    rule: o.ruleId,
+  });
 }

@@ -355,7 +355,7 @@ export function createHttpControl(options: HttpControlOptions): HttpControl {
     },
 
     log(line: NewLogLine) {
-      if (!line.deploymentId || line.kind === "request") return;
+      if (!line.deploymentId) return;
       if (queue.length >= MAX_QUEUED_LINES) {
         dropped++;
         return;

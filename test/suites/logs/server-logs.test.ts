@@ -14,11 +14,12 @@ import { sseSettings } from "../../../shared/http/sse";
 import { expectBody, expectProblem, expectStatus, type Member, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
-import { useStreams } from "./support";
+import { requestSeeder, type SeededRequest, useStreams } from "./support";
 
 const h = useRuntimeHarness();
 const { create } = projectHelpers(h);
 const { stream } = useStreams(h);
+const seedRequestsOf = requestSeeder(h);
 const Page = z.object({ items: z.array(RequestLineSchema), nextCursor: z.string().nullable() });
 const TokenSchema = z.object({ token: z.string(), expiresAt: z.string(), streamUrl: z.string() });
 
@@ -31,39 +32,8 @@ afterAll(() => {
   Object.assign(sseSettings, saved);
 });
 
-interface Req {
-  method?: string;
-  path: string;
-  status: number;
-  at?: Date;
-}
-
-/** Request lines as the edge writes them. */
-async function seedRequests(t: Member, projectId: string, requests: Req[]) {
-  await appendLogLines(
-    h.db,
-    requests.map((r) => ({
-      orgId: t.orgId,
-      projectId,
-      deploymentId: null,
-      kind: "request" as const,
-      stream: "system" as const,
-      at: r.at ?? new Date(),
-      message: `${r.method ?? "GET"} ${r.path} ${r.status} 3ms`,
-      fields: {
-        method: r.method ?? "GET",
-        host: "app.example",
-        path: r.path,
-        status: r.status,
-        durationMs: 3,
-        bytes: 120,
-        clientAddress: "203.0.113.9",
-        environment: "production",
-        rule: r.status === 429 ? "rr_test" : null,
-      },
-    })),
-  );
-}
+const seedRequests = (t: Member, projectId: string, requests: SeededRequest[], opts: { eachAlone?: boolean } = {}) =>
+  seedRequestsOf({ orgId: t.orgId, projectId }, requests, opts);
 
 const recent = (t: Member, projectId: string, query = "") =>
   h.request(`/api/projects/${projectId}/server-logs/recent${query}`, { token: t.token, org: t.orgId });
@@ -95,6 +65,23 @@ describe("server logs: recent", () => {
     expect(first.items[1]).toMatchObject({ status: 429, rule: "rr_test", clientAddress: "203.0.113.9", method: "GET", environment: "production" });
     const older = await expectBody(await recent(t, p.id, `?limit=2&cursor=${first.nextCursor}`), 200, Page);
     expect(older.items.map((l) => l.path)).toEqual(["/api/users", "/api/orders"]);
+  });
+
+  it("reads across batch rows: hundreds of one-line batches (the Worker's) and batches of thousands (a busy edge's flush)", async () => {
+    const t = await seedTenant(h);
+    const p = await create(t);
+    const at = new Date("2030-02-01T00:00:00Z");
+    await seedRequests(t, p.id, Array.from({ length: 250 }, (_, i) => ({ path: `/one/${i}`, status: i % 50 === 0 ? 500 : 200, at })), { eachAlone: true });
+    await seedRequests(t, p.id, Array.from({ length: 12_000 }, (_, i) => ({ path: `/bulk/${i}`, status: i === 0 ? 503 : 200, at })));
+    await seedRequests(t, p.id, [0, 1, 2].map((i) => ({ path: `/tail/${i}`, status: 200, at })), { eachAlone: true });
+    const failures = ["/one/0 500", "/one/50 500", "/one/100 500", "/one/150 500", "/one/200 500", "/bulk/0 503"];
+    expect(await paths(t, p.id, "?status=5xx&limit=100")).toEqual(failures);
+    expect(await paths(t, p.id, "?limit=4")).toEqual(["/bulk/11999 200", "/tail/0 200", "/tail/1 200", "/tail/2 200"]);
+    const bulk0 = (await expectBody(await recent(t, p.id, "?status=503"), 200, Page)).items[0]!;
+    expect(await paths(t, p.id, `?limit=2&cursor=${bulk0.id}`)).toEqual(["/one/248 200", "/one/249 200"]);
+    const reader = await stream(t, `/api/projects/${p.id}/server-logs/stream?since=2030-01-01T00:00:00Z&status=5xx`);
+    await reader.until((r) => r.events.length === failures.length, 10_000, "the failures");
+    expect(reader.events.map((e) => `${JSON.parse(e.data).path} ${JSON.parse(e.data).status}`)).toEqual(failures);
   });
 
   it("refuses malformed filters naming the field; another organization's project is 404", async () => {

@@ -15,13 +15,14 @@ import { deploymentHelpers } from "../../support/deployments";
 import { expectStatus, type Member, seedMember, seedTenant, seedToken } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
-import { lineSeeder, type SseReader, useStreams } from "./support";
+import { lineSeeder, requestSeeder, type SseReader, useStreams } from "./support";
 
 const h = useRuntimeHarness();
 const { create } = projectHelpers(h);
 const { seedQueued } = deploymentHelpers(h);
 const { stream } = useStreams(h);
 const seed = lineSeeder(h);
+const seedRequests = requestSeeder(h);
 
 /** The promise: the end comes within 5 s of the change; the slack covers a slow test machine. */
 const WITHIN_MS = 5_000 + 1_500;
@@ -164,7 +165,7 @@ describe("server-log stream and build stream: access for their life", () => {
     const minted = await expectStatus(await h.request(`/api/projects/${p.id}/server-logs/stream-token`, { token: member.token }), 200);
     const url = new URL(minted.streamUrl);
     const reader = await stream({ token: "" }, `${url.pathname}${url.search}`);
-    const request = () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" });
+    const request = () => seedRequests(target, [{ path: "/", status: 200 }]);
     const end = await endsAfter(
       reader,
       request,
@@ -181,7 +182,7 @@ describe("server-log stream and build stream: access for their life", () => {
     const minted = await expectStatus(await h.request(`/api/projects/${p.id}/server-logs/stream-token`, { token: parent.token }), 200);
     const url = new URL(minted.streamUrl);
     const reader = await stream({ token: "" }, `${url.pathname}${url.search}`);
-    const request = () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" });
+    const request = () => seedRequests(target, [{ path: "/", status: 200 }]);
     const end = await endsAfter(
       reader,
       request,
@@ -204,7 +205,7 @@ describe("server-log stream and build stream: access for their life", () => {
     );
     const url = new URL(minted.streamUrl);
     const reader = await stream({ token: "" }, `${url.pathname}${url.search}`);
-    const request = () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" });
+    const request = () => seedRequests(target, [{ path: "/", status: 200 }]);
     const end = await endsAfter(
       reader,
       request,
@@ -220,7 +221,7 @@ describe("server-log stream and build stream: access for their life", () => {
     const reader = await stream(t, `/api/projects/${p.id}/server-logs/stream`);
     const end = await endsAfter(
       reader,
-      () => seed({ ...target, deploymentId: null }, ["GET / 200"], { kind: "request", stream: "system" }),
+      () => seedRequests(target, [{ path: "/", status: 200 }]),
       async () => expectStatus(await h.request(`/api/projects/${p.id}`, { method: "DELETE", token: t.token }), 200),
       async () => {},
     );

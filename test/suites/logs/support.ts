@@ -1,5 +1,6 @@
 /** What the logs suites share: seeding lines through the store, opening streams on any runtime, an SSE reader. */
 import { afterEach } from "vitest";
+import { appendRequestLines, pendingRequestLine } from "../../../functions/logs/request-batches";
 import { appendLogLines, type LogKind, type LogStream, type NewLogLine } from "../../../functions/logs/store";
 import { LogLineSchema, type LogLine } from "../../../functions/logs/schema";
 import type { Harness, Member, RequestOptions } from "../../support/harness";
@@ -136,5 +137,38 @@ export function lineSeeder(h: Harness) {
       message,
     }));
     await appendLogLines(h.db, lines);
+  };
+}
+
+export interface SeededRequest {
+  method?: string;
+  path: string;
+  status: number;
+  at?: Date;
+}
+
+/**
+ * Appends request lines as the edge's writer does (functions/logs/request-batches.ts): all in one batch
+ * row, or with `eachAlone` one batch per line (as the Worker's edge writes them), so reads cross batches.
+ */
+export function requestSeeder(h: Harness) {
+  return async (target: { orgId: string; projectId: string }, requests: SeededRequest[], opts: { eachAlone?: boolean } = {}) => {
+    const lines = requests.map((r) =>
+      pendingRequestLine(target.projectId, target.orgId, {
+        at: (r.at ?? new Date()).getTime(),
+        deploymentId: null,
+        method: r.method ?? "GET",
+        host: "app.example",
+        path: r.path,
+        status: r.status,
+        durationMs: 3,
+        bytes: 120,
+        clientAddress: "203.0.113.9",
+        environment: "production",
+        rule: r.status === 429 ? "rr_test" : null,
+      }),
+    );
+    if (!opts.eachAlone) await appendRequestLines(h.db, lines);
+    else for (const line of lines) await appendRequestLines(h.db, [line]);
   };
 }

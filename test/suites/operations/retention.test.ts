@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { recordSystemAudit } from "../../../functions/operations/audit/record";
 import { DEFAULT_RETENTION, type RetentionSettings, retentionFromEnv } from "../../../functions/operations/retention/settings";
 import { sweepRetention } from "../../../functions/operations/retention/sweep";
+import { appendRequestLines, pendingRequestLine } from "../../../functions/logs/request-batches";
 import { appendLogLines, type NewLogLine } from "../../../functions/logs/store";
 import { SESSION_IDLE_MS } from "../../../shared/auth/session";
 import {
@@ -21,6 +22,7 @@ import {
   notificationEvents,
   notificationOutbox,
   rateLimits,
+  requestLogBatches,
   sessions,
   signInCodes,
 } from "../../../shared/db/schema";
@@ -28,6 +30,7 @@ import { IDEMPOTENCY_TTL_MS } from "../../../shared/http/idempotency";
 import { newId } from "../../../shared/ids";
 import { type Member, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
+import { storedRequestLines } from "../../support/request-lines";
 import { useRuntimeHarness } from "../../support/runtime";
 
 const h = useRuntimeHarness();
@@ -186,6 +189,26 @@ describe("retention sweep", () => {
   describe("log lines", () => {
     const lines = (t: Member, projectId: string, kind: NewLogLine["kind"], n: number, at = NOW): NewLogLine[] =>
       Array.from({ length: n }, (_, i) => ({ orgId: t.orgId, projectId, deploymentId: null, kind, stream: "stdout", at, message: `${kind} ${i}` }));
+    /** Request lines `/0`…`/<n-1>` (after `from`), in one batch row as the edge's writer stores a flush. */
+    const requests = (t: Member, projectId: string, n: number, from = 0, at = NOW) =>
+      appendRequestLines(
+        h.db,
+        Array.from({ length: n }, (_, i) =>
+          pendingRequestLine(projectId, t.orgId, {
+            at: at.getTime() + i,
+            deploymentId: null,
+            method: "GET",
+            host: "app.example",
+            path: `/${from + i}`,
+            status: 200,
+            durationMs: 1,
+            bytes: 2,
+            clientAddress: "203.0.113.9",
+            environment: "production",
+            rule: null,
+          }),
+        ),
+      );
     const small: RetentionSettings = { ...DEFAULT_RETENTION, logLines: { build: 3, runtime: 4, request: 5 } };
     const kept = async (projectId: string, kind: NewLogLine["kind"]) =>
       (
@@ -194,27 +217,54 @@ describe("retention sweep", () => {
           .from(logLines)
           .where(and(eq(logLines.projectId, projectId), eq(logLines.kind, kind)))
       ).map((r) => r.message);
+    const keptRequests = async (projectId: string) => (await storedRequestLines(h.db, projectId)).map((l) => [l.seq, l.path]);
 
     it("each kind keeps its own newest lines: a flood of request lines does not push build lines out", async () => {
       const t = await seedTenant(h);
       const p = await create(t);
       await appendLogLines(h.db, lines(t, p.id, "build", 6));
       await appendLogLines(h.db, lines(t, p.id, "runtime", 2));
-      await appendLogLines(h.db, lines(t, p.id, "request", 40));
+      await requests(t, p.id, 40);
       const { removed } = await sweep(t, small);
       expect(removed.logLinesByCap).toBe(3 + 35);
       expect((await kept(p.id, "build")).sort()).toEqual(["build 3", "build 4", "build 5"]);
       expect(await kept(p.id, "runtime")).toHaveLength(2);
-      expect((await kept(p.id, "request")).sort()).toEqual(["request 35", "request 36", "request 37", "request 38", "request 39"]);
+      // The batch of 40 keeps its newest 5 lines, with their own numbers (8 build and runtime lines came first).
+      expect(await keptRequests(p.id)).toEqual([44, 45, 46, 47, 48].map((seq) => [seq, `/${seq - 9}`]));
+    });
+
+    it("request lines are capped across batches: older batches go whole, the one at the edge is cut to the newest lines", async () => {
+      const t = await seedTenant(h);
+      const p = await create(t);
+      for (let b = 0; b < 3; b++) await requests(t, p.id, 4, b * 4);
+      const { removed } = await sweep(t, small);
+      expect(removed.logLinesByCap).toBe(7);
+      expect(await keptRequests(p.id)).toEqual([
+        [8, "/7"],
+        [9, "/8"],
+        [10, "/9"],
+        [11, "/10"],
+        [12, "/11"],
+      ]);
+      const [cut] = await h.db
+        .select()
+        .from(requestLogBatches)
+        .where(and(eq(requestLogBatches.projectId, p.id), eq(requestLogBatches.firstSeq, 8)));
+      expect(cut!.firstAt.getTime()).toBe(NOW.getTime() + 3);
+      // A second pass finds nothing more to cut.
+      expect((await sweep(t, small)).removed.logLinesByCap).toBe(0);
     });
 
     it("lines older than LOG_RETENTION_DAYS go, whatever their kind", async () => {
       const t = await seedTenant(h);
       const p = await create(t);
       await appendLogLines(h.db, [...lines(t, p.id, "build", 2, ago(31 * DAY)), ...lines(t, p.id, "runtime", 1, ago(29 * DAY))]);
-      expect((await sweep(t)).removed.logLinesByAge).toBe(2);
+      await requests(t, p.id, 3, 0, ago(31 * DAY));
+      await requests(t, p.id, 1, 3, ago(29 * DAY));
+      expect((await sweep(t)).removed.logLinesByAge).toBe(2 + 3);
       expect(await kept(p.id, "build")).toEqual([]);
       expect(await kept(p.id, "runtime")).toHaveLength(1);
+      expect((await keptRequests(p.id)).map(([, path]) => path)).toEqual(["/3"]);
     });
 
     it("under a steady load, a project's log stops growing at its caps", async () => {
@@ -222,9 +272,11 @@ describe("retention sweep", () => {
       const p = await create(t);
       const sizes: number[] = [];
       for (let round = 0; round < 4; round++) {
-        await appendLogLines(h.db, [...lines(t, p.id, "request", 20), ...lines(t, p.id, "build", 2), ...lines(t, p.id, "runtime", 3)]);
+        await requests(t, p.id, 20, round * 20);
+        await appendLogLines(h.db, [...lines(t, p.id, "build", 2), ...lines(t, p.id, "runtime", 3)]);
         await sweep(t, small);
-        sizes.push((await h.db.select({ seq: logLines.seq }).from(logLines).where(eq(logLines.projectId, p.id))).length);
+        const stored = (await h.db.select({ seq: logLines.seq }).from(logLines).where(eq(logLines.projectId, p.id))).length;
+        sizes.push(stored + (await keptRequests(p.id)).length);
       }
       // First round: 5 request lines (capped), 2 build, 3 runtime; from then on every kind sits at its cap (5 + 3 + 4).
       expect(sizes).toEqual([10, 12, 12, 12]);

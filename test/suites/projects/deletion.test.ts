@@ -6,11 +6,13 @@ import { Preview } from "../../../functions/projects/deletion";
 import { EnvironmentSchema } from "../../../functions/projects/environments";
 import { ProjectSchema } from "../../../functions/projects/schema";
 import { appendLogLines } from "../../../functions/logs/store";
-import { deployments, domains, environments, envVars, logLines, logSequences, projects } from "../../../shared/db/schema";
+import { deployments, domains, environments, envVars, logLines, logSequences, projects, requestLogBatches } from "../../../shared/db/schema";
 import { newId } from "../../../shared/ids";
 import { expectBody, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
+import { appendRequestLines, pendingRequestLine } from "../../../functions/logs/request-batches";
+import { storedRequestLines } from "../../support/request-lines";
 
 const h = useRuntimeHarness();
 const { create, call, addDeployment } = projectHelpers(h);
@@ -45,6 +47,22 @@ describe("projects: deletion", () => {
     const line = (projectId: string, deploymentId: string | null) =>
       ({ orgId: t.orgId, projectId, deploymentId, kind: "runtime", stream: "stdout", at: new Date(), message: "canary line" }) as const;
     await appendLogLines(h.db, [line(p.id, live.id), line(p.id, failed.id), line(p.id, null), line(keep.id, kept.id)]);
+    // Request lines (server logs) of both projects.
+    const request = (projectId: string, deploymentId: string) =>
+      pendingRequestLine(projectId, t.orgId, {
+        at: Date.now(),
+        deploymentId,
+        method: "GET",
+        host: "del.apps.test",
+        path: "/canary",
+        status: 200,
+        durationMs: 1,
+        bytes: 2,
+        clientAddress: "203.0.113.9",
+        environment: "production",
+        rule: null,
+      });
+    await appendRequestLines(h.db, [request(p.id, live.id), request(p.id, live.id), request(keep.id, kept.id)]);
     await expectStatus(await call(t, `/${p.id}/deployment-session`, { method: "POST" }), 201);
 
     const expected = { projects: 1, environments: 2, envVars: 3, domains: 1, deployments: 2, services: 0, cloneTokens: 1, deploymentSessions: 1 };
@@ -56,7 +74,7 @@ describe("projects: deletion", () => {
     const removed = await expectBody(await call(t, `/${p.id}`, { method: "DELETE" }), 200, Preview);
     expect(removed).toEqual(preview);
 
-    for (const table of [environments, envVars, domains, deployments, logLines, logSequences]) {
+    for (const table of [environments, envVars, domains, deployments, logLines, logSequences, requestLogBatches]) {
       expect(await h.db.select().from(table).where(eq(table.projectId, p.id))).toEqual([]);
     }
     expect(await h.db.select().from(projects).where(eq(projects.id, p.id))).toEqual([]);
@@ -66,6 +84,7 @@ describe("projects: deletion", () => {
     // The other project is untouched; the domain is free again.
     expect((await expectStatus(await call(t, `/${keep.id}/env`), 200)).items).toHaveLength(1);
     expect(await h.db.select({ message: logLines.message }).from(logLines).where(eq(logLines.projectId, keep.id))).toEqual([{ message: "canary line" }]);
+    expect((await storedRequestLines(h.db, keep.id)).map((l) => l.path)).toEqual(["/canary"]);
     await expectBody(await call(t, `/${keep.id}/connect`, { method: "POST", json: { domain } }), 200, ProjectSchema);
   });
 });
