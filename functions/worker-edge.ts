@@ -128,7 +128,7 @@ export async function serveAppRequest(request: Request, target: EdgeTarget | "un
   if (target.disabled) return stop("disabled");
   const take = async (key: string, max: number, windowMs: number) => {
     const g = (await takeRateLimits(deps.db, [{ key, max, windowMs }], new Date())).get(key)!;
-    return { ok: g.granted > 0, windowEnd: g.windowEnd };
+    return { ok: g.granted > 0, windowEnd: g.windowEnd.getTime() };
   };
   const refusal = await evaluateRules(take, target.rules, client, parsed.match, new Date());
   if (refusal) return stop(refusal.reason, refusal.ruleId, refusal.headers);

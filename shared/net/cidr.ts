@@ -17,6 +17,9 @@ export interface Cidr {
   /** The network address (host bits cleared). */
   base: bigint;
   bits: number;
+  /** Host bits and the network part (`base >> hostBits`), computed once: a check is then one shift (the edge checks every rule's blocks per request). */
+  hostBits: bigint;
+  prefix: bigint;
 }
 
 const MAX_TEXT = 64;
@@ -56,13 +59,11 @@ export function parseCidr(text: string): Cidr | null {
   const hostBits = BigInt(width - bits);
   const base = (address.value >> hostBits) << hostBits;
   if (base !== address.value) return null;
-  return { family: address.family, base, bits };
+  return { family: address.family, base, bits, hostBits, prefix: address.value >> hostBits };
 }
 
 export function cidrContains(cidr: Cidr, address: Address): boolean {
-  if (cidr.family !== address.family) return false;
-  const hostBits = BigInt((cidr.family === 4 ? 32 : 128) - cidr.bits);
-  return address.value >> hostBits === cidr.base >> hostBits;
+  return cidr.family === address.family && address.value >> cidr.hostBits === cidr.prefix;
 }
 
 /** Whether `text` is a valid address or CIDR block; the reason when not, for validation messages. */

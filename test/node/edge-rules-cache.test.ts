@@ -53,7 +53,7 @@ describe("edge rules: the per-path match cache", () => {
 
   it("answers at once when every rate limit is granted without waiting, and waits when one must", async () => {
     const limit: EdgeRule = { id: "rr_rate", kind: "rate-limit", path: "/**", config: { limit: 10, windowSeconds: 60, by: "ip" } };
-    const granted = { ok: true, windowEnd: new Date(now.getTime() + 60_000) };
+    const granted = { ok: true, windowEnd: now.getTime() + 60_000 };
     expect(evaluateRules(() => granted, [limit], client, ["/x"], now)).toBeNull();
     const refused = evaluateRules(() => Promise.resolve({ ok: false, windowEnd: granted.windowEnd }), [limit], client, ["/x"], now);
     expect(refused).toBeInstanceOf(Promise);

@@ -26,7 +26,8 @@ import { takeRateLimits } from "../../notifications/rate-limit";
 
 export interface TakeResult {
   ok: boolean;
-  windowEnd: Date;
+  /** When the window ends, in ms (a number: a request granted from a lease allocates no Date). */
+  windowEnd: number;
 }
 
 /** Limits (units per window) from which a process leases units ahead. */
@@ -88,7 +89,7 @@ export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
           k.full = false;
           k.windowEnd = windowEnd;
         }
-        for (const [i, w] of batch.entries()) w.resolve({ ok: i < granted.granted, windowEnd: granted.windowEnd });
+        for (const [i, w] of batch.entries()) w.resolve({ ok: i < granted.granted, windowEnd });
         k.leased += Math.max(0, granted.granted - batch.length);
         if (granted.granted < asked) k.full = true;
         // Busy keys lease more next time, up to the cap.
@@ -122,9 +123,9 @@ export function createRateBatcher(db: Db, clock: () => Date): TakeOne {
       k.leased--;
       // Topped up before it runs out, so the next requests do not wait either.
       if (!k.busy && k.leased < k.leaseSize / 2 && !k.full) void drain(key, k);
-      return { ok: true, windowEnd: new Date(k.windowEnd) };
+      return { ok: true, windowEnd: k.windowEnd };
     }
-    if (now < k.windowEnd && k.full) return { ok: false, windowEnd: new Date(k.windowEnd) };
+    if (now < k.windowEnd && k.full) return { ok: false, windowEnd: k.windowEnd };
     const entry = k;
     return new Promise<TakeResult>((resolve, reject) => {
       entry.waiting.push({ resolve, reject });

@@ -100,6 +100,30 @@ function matchingRules(rules: EdgeRule[], paths: readonly string[]): EdgeRule[] 
   return matching;
 }
 
+/** A rate-limit rule as the take needs it: its counter key's prefix (the client follows), limit and window. */
+interface Limit {
+  ruleId: string;
+  prefix: string;
+  max: number;
+  windowMs: number;
+}
+
+/** The rate limits among a path's matching rules, remembered per matching array (itself remembered per path). */
+const limitsCache = new WeakMap<EdgeRule[], Limit[]>();
+function limitsOf(matching: EdgeRule[]): Limit[] {
+  let limits = limitsCache.get(matching);
+  if (!limits) {
+    limits = matching
+      .filter((r) => r.kind === "rate-limit")
+      .map((rule) => {
+        const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
+        return { ruleId: rule.id, prefix: `edge:${rule.id}:`, max: limit, windowMs: windowSeconds * 1000 };
+      });
+    limitsCache.set(matching, limits);
+  }
+  return limits;
+}
+
 /**
  * Synchronous unless a rate limit has to wait for the database (rate-batcher.ts grants from a lease at once):
  * the edge's hot path then costs no promise.
@@ -125,30 +149,33 @@ export function evaluateRules(
     const listed = inAny(rule, client.address);
     if (mode === "allow" ? !listed : listed) return { reason: "denied", ruleId: rule.id, headers: {} };
   }
-  const limits = matching.filter((r) => r.kind === "rate-limit");
+  const limits = limitsOf(matching);
   if (limits.length === 0) return null;
   const who = rateLimitClient(client);
-  const takes = limits.map((rule) => {
-    const { limit, windowSeconds } = rule.config as { limit: number; windowSeconds: number };
-    return { rule, key: `edge:${rule.id}:${who}`, max: limit, windowMs: windowSeconds * 1000 };
-  });
   const at = now.getTime();
-  const granted = takes.map((t) => take(t.key, t.max, t.windowMs, at));
-  // Every take is made before any answer is looked at, as before: each rule counts this request.
-  if (granted.some((g) => g instanceof Promise)) return Promise.all(granted).then((all) => firstRefusal(takes, all, now));
-  return firstRefusal(takes, granted as TakeResult[], now);
+  // Every take is made before any answer is looked at: each rule counts this request.
+  const granted: Array<TakeResult | Promise<TakeResult>> = new Array(limits.length);
+  let waiting = false;
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    const g = take(l.prefix + who, l.max, l.windowMs, at);
+    if (g instanceof Promise) waiting = true;
+    granted[i] = g;
+  }
+  if (waiting) return Promise.all(granted).then((all) => firstRefusal(limits, all, at));
+  return firstRefusal(limits, granted as TakeResult[], at);
 }
 
-function firstRefusal(takes: Array<{ rule: EdgeRule; max: number }>, granted: TakeResult[], now: Date): Refusal | null {
-  for (const [i, t] of takes.entries()) {
+function firstRefusal(limits: Limit[], granted: TakeResult[], now: number): Refusal | null {
+  for (let i = 0; i < limits.length; i++) {
     const g = granted[i]!;
     if (!g.ok) {
-      const reset = retryAfterSeconds(g.windowEnd, now);
+      const reset = retryAfterSeconds(new Date(g.windowEnd), new Date(now));
       return {
         reason: "rate_limited",
-        ruleId: t.rule.id,
+        ruleId: limits[i]!.ruleId,
         // IETF httpapi-ratelimit-headers (draft) names, and Retry-After.
-        headers: { "retry-after": String(reset), "ratelimit-limit": String(t.max), "ratelimit-remaining": "0", "ratelimit-reset": String(reset) },
+        headers: { "retry-after": String(reset), "ratelimit-limit": String(limits[i]!.max), "ratelimit-remaining": "0", "ratelimit-reset": String(reset) },
       };
     }
   }

@@ -71,9 +71,23 @@ describe("server logs: recent", () => {
     const t = await seedTenant(h);
     const p = await create(t);
     const at = new Date("2030-02-01T00:00:00Z");
-    await seedRequests(t, p.id, Array.from({ length: 250 }, (_, i) => ({ path: `/one/${i}`, status: i % 50 === 0 ? 500 : 200, at })), { eachAlone: true });
-    await seedRequests(t, p.id, Array.from({ length: 12_000 }, (_, i) => ({ path: `/bulk/${i}`, status: i === 0 ? 503 : 200, at })));
-    await seedRequests(t, p.id, [0, 1, 2].map((i) => ({ path: `/tail/${i}`, status: 200, at })), { eachAlone: true });
+    await seedRequests(
+      t,
+      p.id,
+      Array.from({ length: 250 }, (_, i) => ({ path: `/one/${i}`, status: i % 50 === 0 ? 500 : 200, at })),
+      { eachAlone: true },
+    );
+    await seedRequests(
+      t,
+      p.id,
+      Array.from({ length: 12_000 }, (_, i) => ({ path: `/bulk/${i}`, status: i === 0 ? 503 : 200, at })),
+    );
+    await seedRequests(
+      t,
+      p.id,
+      [0, 1, 2].map((i) => ({ path: `/tail/${i}`, status: 200, at })),
+      { eachAlone: true },
+    );
     const failures = ["/one/0 500", "/one/50 500", "/one/100 500", "/one/150 500", "/one/200 500", "/bulk/0 503"];
     expect(await paths(t, p.id, "?status=5xx&limit=100")).toEqual(failures);
     expect(await paths(t, p.id, "?limit=4")).toEqual(["/bulk/11999 200", "/tail/0 200", "/tail/1 200", "/tail/2 200"]);
