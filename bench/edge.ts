@@ -65,7 +65,7 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { and, count, eq, sql, sum } from "drizzle-orm";
+import { count, eq, sql, sum } from "drizzle-orm";
 import { openPostgres, type PostgresDatabase } from "../shared/db/postgres";
 import {
   deployments,
