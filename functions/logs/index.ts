@@ -1,7 +1,9 @@
 /**
  * The logs module: build logs of a deployment, runtime and server logs of a project,
- * pages and Server-Sent-Event streams (store.ts: the one log store, retention;
- * writer.ts: the runner's batching writer; sweeper.ts: the retention loop).
+ * pages and Server-Sent-Event streams (store.ts: build and runtime lines, a row each;
+ * request-batches.ts, request-lines.ts, request-store.ts: the edge's request lines, a
+ * row per batch; writer.ts: the batching writers of both; retention is
+ * functions/operations/retention/).
  */
 import { createRouter } from "../../shared/http/router";
 import { buildLogsRouter } from "./build-logs";
