@@ -109,7 +109,8 @@ async function main() {
   const feed = await listenPostgres(url, authCache);
   databases.push({ close: () => feed.stop() } as PostgresDatabase);
   const services: RequestServices = { db: realDb.db, keyring, config, authCache };
-  const app = createApp({ services: () => services, logger: silentLogger });
+  // As `npm start` runs it by default: LOG_REQUESTS unset, no line per request.
+  const app = createApp({ services: () => services, logger: silentLogger, logRequests: false });
 
   // (b) a bare Hono app: the same settings select through the same data layer
   // (drizzle, a named prepared statement, a pool of the same size), with no

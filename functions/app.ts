@@ -67,13 +67,17 @@ export function createApp(deps: AppDeps) {
   const defaultOutbound = createFetchOutbound();
   const defaultGit = { hosts: DEFAULT_GIT_HOSTS, fetch: createGuardedGitFetch() };
 
+  const logRequests = deps.logRequests ?? true;
+
   app.use("*", async (c, next) => {
-    const started = performance.now();
+    const started = logRequests ? performance.now() : 0;
     c.set("requestId", newId("req"));
     c.set("clock", clock);
     c.set("logger", logger);
     c.header("x-request-id", c.get("requestId"));
-    const services = await deps.services(c);
+    // Node's services are one object for the process: taken without yielding (the Worker's are built per request).
+    const provided = deps.services(c);
+    const services = provided instanceof Promise ? await provided : provided;
     c.set("db", services.db);
     c.set("keyring", services.keyring);
     c.set("config", services.config);
@@ -96,10 +100,8 @@ export function createApp(deps: AppDeps) {
     } finally {
       if (services.release) await services.release();
       // A load balancer polls the probes every second: only their failures are worth a line.
-      const quietProbe = PROBE_PATHS.has(c.req.path) && c.res.status < 500;
-      const logRequests = deps.logRequests ?? true;
       // Path only: query strings may carry tokens. No headers, no bodies.
-      if (logRequests && !quietProbe)
+      if (logRequests && !(PROBE_PATHS.has(c.req.path) && c.res.status < 500))
         logger.info("request", {
           requestId: c.get("requestId"),
           method: c.req.method,

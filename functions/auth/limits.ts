@@ -27,7 +27,7 @@ export const LOGIN_LIMIT_TEXT = `${LOGIN_LIMITS.perAddress.max} codes per hour p
 
 /** The rate-limit takes of one code request; the address is keyed by its hash, so rate_limits holds no e-mail address. */
 export async function loginTakes(email: string, client: string | undefined): Promise<Take[]> {
-  const takes: Take[] = [{ key: `auth:login:email:${await sha256Hex(email)}`, ...LOGIN_LIMITS.perAddress }];
+  const takes: Take[] = [{ key: `auth:login:email:${sha256Hex(email)}`, ...LOGIN_LIMITS.perAddress }];
   if (client) takes.push({ key: `auth:login:client:${client}`, ...LOGIN_LIMITS.perClient });
   return takes;
 }
@@ -39,5 +39,5 @@ export const VERIFY_FAILURE_TEXT = `${VERIFY_FAILURE_LIMIT.max} wrong codes per 
 
 /** The rate-limit take of one verify (keyed by the address's hash, like loginTakes). */
 export async function verifyFailureTake(email: string): Promise<Take> {
-  return { key: `auth:verify:fail:email:${await sha256Hex(email)}`, ...VERIFY_FAILURE_LIMIT };
+  return { key: `auth:verify:fail:email:${sha256Hex(email)}`, ...VERIFY_FAILURE_LIMIT };
 }

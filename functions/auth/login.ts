@@ -101,7 +101,7 @@ export const loginRouter = createRouter().openapi(route, async (c) => {
   const userId = (await userIdByEmail(db, email)) ?? null;
   const code = newCode();
   const salt = toBase64Url(randomBytes(16));
-  await putCode(db, { email, userId, codeHash: await hashCode(salt, code), salt, expiresAt: new Date(now.getTime() + CODE_TTL_MS), now });
+  await putCode(db, { email, userId, codeHash: hashCode(salt, code), salt, expiresAt: new Date(now.getTime() + CODE_TTL_MS), now });
   await pruneCodes(db, now);
   if (userId) {
     const logger = c.get("logger");

@@ -29,7 +29,7 @@ const route = defineRoute({
 export const tokenSignInRouter = createRouter().openapi(route, async (c) => {
   const { token } = c.req.valid("json");
   const now = c.get("clock")();
-  const row = token.startsWith(TOKEN_PREFIX) ? await tokenByHash(c.get("db"), await hashToken(token)) : undefined;
+  const row = token.startsWith(TOKEN_PREFIX) ? await tokenByHash(c.get("db"), hashToken(token)) : undefined;
   if (row?.kind !== "personal" || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) {
     throw badRequest("token", "Invalid, expired or revoked token");
   }

@@ -63,7 +63,7 @@ export const verifyRouter = createRouter().openapi(route, async (c) => {
   }
   const live = await takeTry(db, body.email, CODE_MAX_ATTEMPTS, now);
   if (!live) throw wrongCode();
-  const hash = await hashCode(live.salt, code);
+  const hash = hashCode(live.salt, code);
   if (hash !== live.codeHash || !live.userId) throw wrongCode();
   if (!(await consumeCode(db, body.email, hash))) throw wrongCode();
   await returnRateLimits(db, [{ key: take.key, n: 1, windowEnd: failures.windowEnd }]);

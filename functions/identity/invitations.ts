@@ -107,7 +107,7 @@ export const invitationsRouter = createRouter()
     if (role === "owner" && caller.role !== "owner") throw new ApiError("forbidden", "Only an owner can invite an owner");
     const code = `wsi_${toBase64Url(randomBytes(16))}`;
     const expiresAt = new Date(c.get("clock")().getTime() + INVITATION_TTL_MS);
-    const codeHash = await hashToken(code);
+    const codeHash = hashToken(code);
     // The code is a credential: the audit row names the invitee and role only.
     const id = await withAudit(
       c,
@@ -137,7 +137,7 @@ export const invitationsRouter = createRouter()
   .openapi(accept, async (c) => {
     const { code, name } = c.req.valid("json");
     const result = await acceptInvitation(c.get("db"), {
-      codeHash: await hashToken(code),
+      codeHash: hashToken(code),
       now: c.get("clock")(),
       callerId: c.get("caller")?.userId ?? null,
       name,

@@ -81,7 +81,7 @@ export async function issueToken(tx: Executor, input: { userId: string; name: st
       id: newId("tok"),
       userId: input.userId,
       name: input.name,
-      tokenHash: await hashToken(token),
+      tokenHash: hashToken(token),
       displayPrefix: displayPrefix(token),
       scopes: input.scopes,
       expiresAt: input.expiresAt,

@@ -182,7 +182,7 @@ export const serverLogsRouter = createRouter()
     await createLogStreamToken(c.get("db"), id, {
       orgId: caller.orgId!,
       userId: caller.userId,
-      tokenHash: await hashToken(token),
+      tokenHash: hashToken(token),
       displayPrefix: displayPrefix(token),
       scopes: ["project:read"],
       expiresAt,

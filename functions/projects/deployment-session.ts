@@ -38,7 +38,7 @@ export async function openDeploymentSession(c: AppContext, projectId: string): P
   const id = await createDeploymentSession(c.get("db"), projectId, {
     orgId: caller.orgId,
     userId: caller.userId,
-    tokenHash: await hashToken(token),
+    tokenHash: hashToken(token),
     displayPrefix: displayPrefix(token),
     scopes,
     expiresAt,

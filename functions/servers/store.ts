@@ -38,7 +38,7 @@ export async function createServer(
   now: Date,
 ): Promise<{ row: ServerRow; token: string }> {
   const token = generateToken(RUNNER_TOKEN_PREFIX);
-  const tokenHash = await hashToken(token);
+  const tokenHash = hashToken(token);
   const id = newId("srv", now.getTime());
   const edgeKeyCiphertext = await keyring.encrypt(await deriveEdgeKey(token), edgeKeyContext({ orgId: input.orgId, id }));
   const row = await db.transaction(async (tx) => {

@@ -49,10 +49,8 @@ function lookup(db: Db, requestedOrg: SQL | typeof users.defaultOrgId, name: str
 const byHeaderOrg = preparedStatement((db) => lookup(db, sql`${sql.placeholder("org")}::text`, "auth_header_org"));
 const byDefaultOrg = preparedStatement((db) => lookup(db, users.defaultOrgId, "auth_default_org"));
 
-async function lookupRow(db: Db, hash: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthRow | undefined> {
-  const key = `${hash}/${orgHeader ?? ""}`;
-  const cached = cache?.get(key, now.getTime());
-  if (cached) return cached;
+/** The cache's answer, else the database's (stored when complete and not raced by an invalidation). */
+async function queryRow(db: Db, key: string, hash: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthRow | undefined> {
   const generation = cache?.generation ?? 0;
   const [row] = orgHeader ? await byHeaderOrg(db).execute({ hash, org: orgHeader }) : await byDefaultOrg(db).execute({ hash });
   if (cache && row?.memberOrg && !row.revokedAt) cache.set(key, row, generation, now.getTime());
@@ -71,7 +69,7 @@ const serverByHash = preparedStatement((db) =>
 
 /** A runner token's server; it is pinned to the server's organization like a session token to its project's. */
 async function authenticateRunner(db: Db, token: string, orgHeader: string | undefined): Promise<AuthResult> {
-  const [row] = await serverByHash(db).execute({ hash: await hashToken(token) });
+  const [row] = await serverByHash(db).execute({ hash: hashToken(token) });
   if (!row) return { ok: false, reason: "invalid" };
   if (orgHeader && orgHeader !== row.orgId) return { ok: false, reason: "not_member" };
   return { ok: true, runner: row };
@@ -79,7 +77,13 @@ async function authenticateRunner(db: Db, token: string, orgHeader: string | und
 
 export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthResult> {
   if (token.startsWith(RUNNER_TOKEN_PREFIX)) return authenticateRunner(db, token, orgHeader);
-  const row = await lookupRow(db, await hashToken(token), orgHeader, now, cache);
+  const hash = hashToken(token);
+  const key = `${hash}/${orgHeader ?? ""}`;
+  // A cached answer is used without yielding: this runs on every request.
+  return callerOf(cache?.get(key, now.getTime()) ?? (await queryRow(db, key, hash, orgHeader, now, cache)), orgHeader, now);
+}
+
+function callerOf(row: AuthRow | undefined, orgHeader: string | undefined, now: Date): AuthResult {
   if (!row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) return { ok: false, reason: "invalid" };
   const session = row.kind !== "personal";
   if (session && (!row.projectId || !row.tokenOrg)) return { ok: false, reason: "invalid" };

@@ -21,7 +21,7 @@ export async function openSession(
     .values({
       id: newId("ses", input.now.getTime()),
       userId: input.userId,
-      secretHash: await hashToken(input.secret),
+      secretHash: hashToken(input.secret),
       tokenId: input.tokenId,
       userAgent: input.userAgent,
       lastSeenAt: input.now,
@@ -63,7 +63,7 @@ export async function findSessionForAuth(ex: Executor, secret: string, orgHeader
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(apiTokens, eq(apiTokens.id, sessions.tokenId))
     .leftJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.orgId, activeOrg)))
-    .where(eq(sessions.secretHash, await hashToken(secret)))
+    .where(eq(sessions.secretHash, hashToken(secret)))
     .limit(1);
   return row;
 }

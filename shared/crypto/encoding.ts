@@ -50,7 +50,7 @@ export function randomBytes(n: number): Uint8Array<ArrayBuffer> {
  * SHA-256 of a string, hex. node:crypto (also on Workers with nodejs_compat):
  * on the per-request token check it costs a fraction of WebCrypto's digest.
  */
-export async function sha256Hex(text: string): Promise<string> {
+export function sha256Hex(text: string): string {
   // The one-shot hash (Node 21.7+) is a third of createHash's cost; workerd's node:crypto may lack it.
   return oneShotHash ? oneShotHash("sha256", text, "hex") : createHash("sha256").update(text).digest("hex");
 }

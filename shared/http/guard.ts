@@ -69,7 +69,8 @@ async function sessionMayRead(
 
 type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
 
-async function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | undefined, orgId: string | undefined): Promise<AuthResult> {
+/** Not async: the caller awaits authenticate's own promise, one step fewer on every request. */
+function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | undefined, orgId: string | undefined): Promise<AuthResult> {
   const match = header ? BEARER.exec(header) : queryToken !== undefined ? BEARER.exec(`Bearer ${queryToken}`) : null;
   if (queryToken !== undefined && !queryToken.startsWith(LOG_STREAM_TOKEN_PREFIX)) {
     throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
@@ -116,8 +117,9 @@ export function guard(access: Access, forward?: { bodyLimit: number }): Middlewa
     const header = c.req.header("authorization");
     // Public routes ignore the session cookie: a stale one must not keep anyone from signing in.
     if (access === "public" && !header) return next();
-    const route = `${c.req.method} ${c.req.routePath}`;
-    const queryToken = !header && STREAM_ROUTES.has(route) ? c.req.query("token") : undefined;
+    // Built only where it is needed (no header, or a session token): routePath allocates.
+    const route = () => `${c.req.method} ${c.req.routePath}`;
+    const queryToken = !header && STREAM_ROUTES.has(route()) ? c.req.query("token") : undefined;
     // A bearer token (header, or the stream route's query) wins over the cookie.
     const cookie = !header && queryToken === undefined ? readSessionCookie(c) : undefined;
     // Routes under /api/orgs/:orgId act on the organization in the path.
@@ -138,10 +140,10 @@ export function guard(access: Access, forward?: { bodyLimit: number }): Middlewa
     }
     if (access === "runner") throw new ApiError("forbidden", "The runner protocol takes a build server's runner token (wsr_…) only");
     const session = result.caller.session;
-    if (session?.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(route), session.projectId, result.caller.orgId))) {
+    if (session?.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(route()), session.projectId, result.caller.orgId))) {
       throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
     }
-    if (session?.kind === "log_stream" && !(STREAM_ROUTES.has(route) && c.req.param("id") === session.projectId)) {
+    if (session?.kind === "log_stream" && !(STREAM_ROUTES.has(route()) && c.req.param("id") === session.projectId)) {
       throw new ApiError("forbidden", "A log-stream token may only open its own project's server-log stream");
     }
     c.set("caller", result.caller);

@@ -102,7 +102,7 @@ export function idempotency(route: string): MiddlewareHandler<AppEnv> {
     const id = { principal: `user:${caller.userId}`, route, key };
     // The body was read under the route's size limit by jsonBody; this is its cached text.
     const body = await c.req.text();
-    const hash = await sha256Hex(JSON.stringify([c.req.path, caller.orgId, body]));
+    const hash = sha256Hex(JSON.stringify([c.req.path, caller.orgId, body]));
     const now = c.get("clock")();
 
     if (!(await claim(db, id, hash, now))) {

@@ -102,7 +102,7 @@ describe.runIf(real)("migrations on Postgres", () => {
     );
     await pool.query(`insert into memberships (org_id, user_id, role) values ('org_up', 'usr_owner', 'owner'), ('org_up', 'usr_viewer', 'viewer')`);
     await pool.query("insert into api_tokens (id, user_id, name, token_hash, display_prefix) values ('tok_up', 'usr_owner', 'ci', $1, 'wsp_upgr')", [
-      await hashToken(token),
+      hashToken(token),
     ]);
     const clone = await cloneTokenPatch(keyring, { orgId: "org_up", userId: "usr_owner" }, "ghp_clone-token-canary", true, new Date());
     await pool.query(
