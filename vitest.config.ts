@@ -7,6 +7,7 @@ import { TEST_SECRET_KEYS } from "./test/support/test-keys.ts";
 // (read by useRuntimeHarness in test/support/runtime.ts). Node-only files are in test/node/,
 // workerd-only files in test/worker/.
 const SUITES = "test/suites/**/*.test.ts";
+const CONSOLE = "test/node/console-*.test.ts";
 const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
 
 export default defineConfig({
@@ -23,7 +24,12 @@ export default defineConfig({
         // One file at a time, alone (vitest runs a project of one worker in a sequential group after the
         // others): several Node files bound their timings (scan linearity, edge rule order, log tail
         // speed) for a loaded 2-core machine, not for sharing it with a second file.
-        test: { name: "node", include: ["test/node/**/*.test.ts"], maxWorkers: 1, ...timeouts },
+        test: { name: "node", include: ["test/node/**/*.test.ts"], exclude: [CONSOLE], maxWorkers: 1, ...timeouts },
+      },
+      {
+        // The console's browser files bound no timing and start no runner (RUNNER=off, so no sandbox UIDs or
+        // start-up sweep to share): they run beside the shared suites rather than one by one after them.
+        test: { name: "node-console", include: [CONSOLE], ...timeouts },
       },
       {
         // Shared suites open everything they use in their own harness (beforeAll/afterAll) and never mock

@@ -16,7 +16,7 @@
  * protocol it needs (a "submittable": CopyInResponse → CopyData… CopyDone → CommandComplete → ReadyForQuery).
  */
 import type pg from "pg";
-import { capLine, type NewLogLine } from "./store";
+import { byProject, capLine, type NewLogLine } from "./store";
 
 /** COPY's text format: backslash, newline, carriage return and tab are escaped; `\N` is NULL. */
 function copyText(value: string): string {
@@ -74,22 +74,13 @@ function copyIn(client: pg.PoolClient, data: Buffer): Promise<number> {
 /** Same contract as appendLogLines: one transaction, each project's lines numbered densely from its counter row. */
 export async function copyLogLines(pool: pg.Pool, lines: NewLogLine[]): Promise<number> {
   if (lines.length === 0) return 0;
-  const byProject = new Map<string, NewLogLine[]>();
-  for (const line of lines) {
-    const list = byProject.get(line.projectId);
-    if (list) list.push(line);
-    else byProject.set(line.projectId, [line]);
-  }
-  // Projects in a fixed order: two writers of the same projects never wait on each other in a cycle.
-  const projectIds = [...byProject.keys()].sort();
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
     await client.query("begin");
     try {
       let text = "";
-      for (const projectId of projectIds) {
-        const batch = byProject.get(projectId)!;
+      for (const [projectId, batch] of byProject(lines)) {
         const counter = await client.query<{ last: string }>(
           "insert into log_sequences (project_id, last) values ($1, $2) on conflict (project_id) do update set last = log_sequences.last + $2 returning last",
           [projectId, batch.length],

@@ -7,6 +7,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/types";
 import { encodeRequestLine, type RequestLine } from "./request-lines";
+import { byProject } from "./store";
 
 /** A request line waiting in the writer: its project and organization, time (ms) and encoded text. */
 export interface PendingRequestLine {
@@ -25,20 +26,12 @@ export const MAX_ROW_LINES = 5000;
 
 /**
  * Stores lines (any mix of projects; each project's in the order given) and answers how many. One
- * transaction; projects in a fixed order, so two writers of the same projects never wait on each other in a cycle.
+ * transaction, the projects in byProject's fixed order.
  */
 export async function appendRequestLines(db: Db, lines: PendingRequestLine[]): Promise<number> {
   if (lines.length === 0) return 0;
-  const byProject = new Map<string, PendingRequestLine[]>();
-  for (const line of lines) {
-    const list = byProject.get(line.projectId);
-    if (list) list.push(line);
-    else byProject.set(line.projectId, [line]);
-  }
-  const projectIds = [...byProject.keys()].sort();
   await db.transaction(async (tx) => {
-    for (const projectId of projectIds) {
-      const all = byProject.get(projectId)!;
+    for (const [projectId, all] of byProject(lines)) {
       for (let i = 0; i < all.length; i += MAX_ROW_LINES) {
         const rows = all.slice(i, i + MAX_ROW_LINES);
         let text = "";

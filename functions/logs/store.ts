@@ -36,6 +36,21 @@ export function capLine(message: string): string {
   return cut.includes("\0") ? cut.replaceAll("\0", "\uFFFD") : cut;
 }
 
+/**
+ * Lines grouped by project, each group in the order given, the projects in a fixed (sorted) order: every
+ * writer takes the projects' counter rows in that order, so two writers of the same projects never wait
+ * on each other in a cycle.
+ */
+export function byProject<T extends { projectId: string }>(lines: readonly T[]): Array<[projectId: string, lines: T[]]> {
+  const groups = new Map<string, T[]>();
+  for (const line of lines) {
+    const list = groups.get(line.projectId);
+    if (list) list.push(line);
+    else groups.set(line.projectId, [line]);
+  }
+  return [...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /** Lines per INSERT statement. */
 const APPEND_CHUNK = 2000;
 
@@ -45,17 +60,8 @@ const APPEND_CHUNK = 2000;
  */
 export async function appendLogLines(db: Db, lines: NewLogLine[]): Promise<number> {
   if (lines.length === 0) return 0;
-  const byProject = new Map<string, NewLogLine[]>();
-  for (const line of lines) {
-    const list = byProject.get(line.projectId);
-    if (list) list.push(line);
-    else byProject.set(line.projectId, [line]);
-  }
-  // Projects in a fixed order: two writers of the same projects never wait on each other in a cycle.
-  const projectIds = [...byProject.keys()].sort();
   await db.transaction(async (tx) => {
-    for (const projectId of projectIds) {
-      const batch = byProject.get(projectId)!;
+    for (const [projectId, batch] of byProject(lines)) {
       const [counter] = await tx
         .insert(logSequences)
         .values({ projectId, last: batch.length })

@@ -16,7 +16,7 @@ import type { Logger } from "../../shared/http/logger";
 import { countLogLines } from "../operations/metrics/process-metrics";
 import { copyLogLines } from "./copy-lines";
 import { appendRequestLines, type PendingRequestLine } from "./request-batches";
-import { appendLogLines, type NewLogLine } from "./store";
+import { appendLogLines, byProject, type NewLogLine } from "./store";
 
 const FLUSH_MS = 50;
 const MAX_BATCH = 5000;
@@ -65,19 +65,14 @@ function createBatchWriter<T extends { projectId: string }>(append: (lines: T[])
       } catch (error) {
         // One project's lines can fail alone (it was just deleted: its log_sequences row cannot be taken): retry
         // project by project so the others' lines are kept.
-        const byProject = new Map<string, T[]>();
-        for (const l of batch) {
-          const list = byProject.get(l.projectId);
-          if (list) list.push(l);
-          else byProject.set(l.projectId, [l]);
-        }
-        if (byProject.size === 1) {
+        const groups = byProject(batch);
+        if (groups.length === 1) {
           dropped += batch.length;
           countLogLines("dropped", batch.length);
           deps.logger.error("log_append_failed", { lines: batch.length, error: (error as Error).message });
           return;
         }
-        for (const [projectId, lines] of byProject) {
+        for (const [projectId, lines] of groups) {
           try {
             await append(lines);
             deps.onAppended?.([projectId]);

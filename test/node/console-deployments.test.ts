@@ -408,7 +408,7 @@ describe("cancel and promote", () => {
     await row.getByText("canceled", { exact: true }).waitFor();
     expect(await row.getByRole("button", { name: `Cancel ${q.id}`, exact: true }).count()).toBe(0);
     // Focus goes back to the row (its buttons were rebuilt).
-    expect(await page.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-deployment"))).toBe(q.id);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-deployment"))).toBe(q.id);
     expect(errors).toEqual([]);
   });
 
@@ -430,10 +430,10 @@ describe("cancel and promote", () => {
     page.on("request", (r) => r.method() !== "GET" && r.url().includes("/api/") && writes.push(r.url()));
     await olderRow.getByRole("button", { name: `Promote ${older.id}` }).click();
     await olderRow.getByText(`Serve ${older.id} as the current production deployment?`).waitFor();
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Yes, promote ${older.id}`);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(`Yes, promote ${older.id}`);
     await expectAccessible(page, "deployments-promote-confirm");
     await olderRow.getByRole("button", { name: `Keep current (do not promote ${older.id})` }).click();
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Promote ${older.id}`);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(`Promote ${older.id}`);
     expect(writes).toEqual([]);
 
     await olderRow.getByRole("button", { name: `Promote ${older.id}` }).click();

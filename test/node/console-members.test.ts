@@ -89,7 +89,7 @@ describe("members page", () => {
 
     await page.getByRole("button", { name: "Done" }).click();
     await page.getByLabel("Invitation code").waitFor({ state: "detached" });
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("email");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("email");
 
     // The open invitation is listed with who sent it, without its code.
     const invitation = page.locator("table.invitations tbody tr", { hasText: invitee });

@@ -204,7 +204,8 @@ describe("editing a channel", () => {
     await row.getByRole("button", { name: "Edit (Pager mail)" }).click();
     const form = editForm(page);
     await form.getByRole("heading", { name: "Edit Pager mail" }).waitFor();
-    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.value)).toBe("Pager mail");
+    // The form takes focus once it is on screen: read it until then.
+    await expect.poll(() => page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.value)).toBe("Pager mail");
     expect(await form.getByLabel("E-mail address", { exact: true }).inputValue()).toBe("pager@example.test");
     await expectAccessible(page, "notifications-channel-edit");
     const patches: unknown[] = [];
@@ -215,10 +216,11 @@ describe("editing a channel", () => {
     await page.getByText("On-call mail saved; its destination changed, so it is unverified until a test send succeeds or you mark it verified.").waitFor();
     expect(patches).toEqual([{ label: "On-call mail", config: { address: "oncall@example.test" } }]);
     expect(await channelOf(mail.id)).toMatchObject({ label: "On-call mail", verified: false, config: { address: "oncall@example.test" } });
-    expect(await row.textContent()).toMatch(/On-call mail.*oncall@example\.test.*unverified/);
-    expect(await editForm(page).count()).toBe(0);
+    // The row, the closed form and the focus settle with the page's next render.
+    await expect.poll(() => row.textContent()).toMatch(/On-call mail.*oncall@example\.test.*unverified/);
+    await expect.poll(() => editForm(page).count()).toBe(0);
     // Focus back on the channel's Edit button; the grid's column follows the new name.
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit (On-call mail)");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit (On-call mail)");
     await page.getByRole("columnheader", { name: /On-call mail/ }).waitFor();
 
     // A rename alone sends only the label and leaves the verification alone.

@@ -11,7 +11,7 @@
 import { request as httpRequest } from "node:http";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendRequestLines, pendingRequestLine } from "../../functions/logs/request-batches";
+import { requestSeeder, type SeededRequest } from "../suites/logs/support";
 import { sseSettings } from "../../shared/http/sse";
 import { apiAs, expectAccessible, launchChromium, newContext, startConsoleServer, type ConsoleServer, watchPageErrors, signedInPage } from "../support/browser";
 import { type Member, seedMember, seedTenant } from "../support/harness";
@@ -38,34 +38,12 @@ function viaEdge(host: string, path: string): Promise<number> {
   });
 }
 
-interface Seeded {
-  method: string;
-  path: string;
-  status: number;
-  at?: Date;
-}
-
-/** Request lines as the edge writes them (functions/self-hosted/edge/request-log.ts). */
-async function seedRequests(projectId: string, requests: Seeded[]) {
-  await appendRequestLines(
-    server.harness.db,
-    requests.map((r) =>
-      pendingRequestLine(projectId, owner.orgId, {
-        at: (r.at ?? new Date()).getTime(),
-        deploymentId: null,
-        method: r.method,
-        host: "shop.apps.test",
-        path: r.path,
-        status: r.status,
-        durationMs: 3,
-        bytes: 2048,
-        clientAddress: "203.0.113.9",
-        environment: "production",
-        rule: null,
-      }),
-    ),
+/** Request lines as the edge writes them, on the shop's host, 2 KiB each. */
+const seedRequests = (projectId: string, requests: SeededRequest[]) =>
+  requestSeeder(server.harness)(
+    { orgId: owner.orgId, projectId },
+    requests.map((r) => ({ host: "shop.apps.test", bytes: 2048, ...r })),
   );
-}
 
 const openAs = (who: Member, hash: string) => signedInPage(browser, server.url, contexts, who.token, hash, { signInFirst: true });
 
@@ -94,7 +72,7 @@ describe("HTTP requests page", () => {
     await page.getByRole("heading", { level: 1, name: "HTTP requests of empty" }).waitFor();
     await page.getByText("No requests yet: each request to the project's hostnames shows here once the edge has served it.").waitFor();
     expect(await page.locator("table.requests").isVisible()).toBe(false);
-    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe("H1");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName)).toBe("H1");
     expect(errors).toEqual([]);
   });
 

@@ -91,7 +91,7 @@ describe("build servers page", () => {
     const labels = page.getByLabel("Labels (optional)");
     await expect.poll(() => labels.getAttribute("aria-invalid")).toBe("true");
     await page.locator(".field-error", { hasText: "a label is 1-63 letters" }).waitFor();
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("labels");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("labels");
     expect((await api(owner, "GET", "/servers")).items).toEqual([]);
 
     await labels.fill("gpu, region=eu");
@@ -125,7 +125,7 @@ describe("build servers page", () => {
     await card.getByRole("button", { name: "Drain build-1" }).click();
     await page.getByText("build-1 is drained: it takes no new work").waitFor();
     expect(await card.locator(".badge").first().textContent()).toBe("draining");
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Undrain build-1");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe("Undrain build-1");
     expect((await api(owner, "GET", "/servers")).items[0]).toMatchObject({ status: "draining", draining: true });
     await expectAccessible(page, "servers-draining");
 

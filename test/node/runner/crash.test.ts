@@ -8,7 +8,8 @@ import { seedTenant } from "../../support/harness";
 import { runnerClient } from "../../support/runner-client";
 import { useRunnerServer } from "../../support/runner-harness";
 
-const server = useRunnerServer({ prefix: "runner_crash" });
+// Shorter restart delays than an operator's (1 s doubling to 30 s): the same five restarts and give-up, in seconds rather than most of a minute.
+const server = useRunnerServer({ prefix: "runner_crash", runner: { restart: { baseDelayMs: 200, maxDelayMs: 800 } } });
 const c = runnerClient(
   () => server,
   () => server.git,

@@ -36,7 +36,8 @@ import { useRunnerServer } from "../../support/runner-harness";
 const run = promisify(execFile);
 const APPS = join(import.meta.dirname, "..", "..", "fixtures", "apps");
 
-const server = useRunnerServer({ prefix: "runner_kinds" });
+// Shorter restart delays than an operator's (1 s doubling to 30 s): an app given up after its five restarts in seconds.
+const server = useRunnerServer({ prefix: "runner_kinds", runner: { restart: { baseDelayMs: 200, maxDelayMs: 800 } } });
 const c = runnerClient(
   () => server,
   () => server.git,

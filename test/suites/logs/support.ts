@@ -145,6 +145,11 @@ export interface SeededRequest {
   path: string;
   status: number;
   at?: Date;
+  /** Defaults: no deployment, host app.example, 120 bytes, 3 ms. */
+  deploymentId?: string | null;
+  host?: string;
+  bytes?: number;
+  durationMs?: number;
 }
 
 /**
@@ -156,13 +161,13 @@ export function requestSeeder(h: Harness) {
     const lines = requests.map((r) =>
       pendingRequestLine(target.projectId, target.orgId, {
         at: (r.at ?? new Date()).getTime(),
-        deploymentId: null,
+        deploymentId: r.deploymentId ?? null,
         method: r.method ?? "GET",
-        host: "app.example",
+        host: r.host ?? "app.example",
         path: r.path,
         status: r.status,
-        durationMs: 3,
-        bytes: 120,
+        durationMs: r.durationMs ?? 3,
+        bytes: r.bytes ?? 120,
         clientAddress: "203.0.113.9",
         environment: "production",
         rule: r.status === 429 ? "rr_test" : null,

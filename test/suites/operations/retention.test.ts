@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { recordSystemAudit } from "../../../functions/operations/audit/record";
 import { DEFAULT_RETENTION, type RetentionSettings, retentionFromEnv } from "../../../functions/operations/retention/settings";
 import { sweepRetention } from "../../../functions/operations/retention/sweep";
-import { appendRequestLines, pendingRequestLine } from "../../../functions/logs/request-batches";
+import { requestSeeder } from "../logs/support";
 import { appendLogLines, type NewLogLine } from "../../../functions/logs/store";
 import { SESSION_IDLE_MS } from "../../../shared/auth/session";
 import {
@@ -191,23 +191,9 @@ describe("retention sweep", () => {
       Array.from({ length: n }, (_, i) => ({ orgId: t.orgId, projectId, deploymentId: null, kind, stream: "stdout", at, message: `${kind} ${i}` }));
     /** Request lines `/0`…`/<n-1>` (after `from`), in one batch row as the edge's writer stores a flush. */
     const requests = (t: Member, projectId: string, n: number, from = 0, at = NOW) =>
-      appendRequestLines(
-        h.db,
-        Array.from({ length: n }, (_, i) =>
-          pendingRequestLine(projectId, t.orgId, {
-            at: at.getTime() + i,
-            deploymentId: null,
-            method: "GET",
-            host: "app.example",
-            path: `/${from + i}`,
-            status: 200,
-            durationMs: 1,
-            bytes: 2,
-            clientAddress: "203.0.113.9",
-            environment: "production",
-            rule: null,
-          }),
-        ),
+      requestSeeder(h)(
+        { orgId: t.orgId, projectId },
+        Array.from({ length: n }, (_, i) => ({ at: new Date(at.getTime() + i), path: `/${from + i}`, status: 200 })),
       );
     const small: RetentionSettings = { ...DEFAULT_RETENTION, logLines: { build: 3, runtime: 4, request: 5 } };
     const kept = async (projectId: string, kind: NewLogLine["kind"]) =>

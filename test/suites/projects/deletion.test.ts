@@ -11,7 +11,7 @@ import { newId } from "../../../shared/ids";
 import { expectBody, expectProblem, expectStatus, seedMember, seedTenant } from "../../support/harness";
 import { projectHelpers } from "../../support/projects";
 import { useRuntimeHarness } from "../../support/runtime";
-import { appendRequestLines, pendingRequestLine } from "../../../functions/logs/request-batches";
+import { requestSeeder } from "../logs/support";
 import { storedRequestLines } from "../../support/request-lines";
 
 const h = useRuntimeHarness();
@@ -48,21 +48,13 @@ describe("projects: deletion", () => {
       ({ orgId: t.orgId, projectId, deploymentId, kind: "runtime", stream: "stdout", at: new Date(), message: "canary line" }) as const;
     await appendLogLines(h.db, [line(p.id, live.id), line(p.id, failed.id), line(p.id, null), line(keep.id, kept.id)]);
     // Request lines (server logs) of both projects.
-    const request = (projectId: string, deploymentId: string) =>
-      pendingRequestLine(projectId, t.orgId, {
-        at: Date.now(),
-        deploymentId,
-        method: "GET",
-        host: "del.apps.test",
-        path: "/canary",
-        status: 200,
-        durationMs: 1,
-        bytes: 2,
-        clientAddress: "203.0.113.9",
-        environment: "production",
-        rule: null,
-      });
-    await appendRequestLines(h.db, [request(p.id, live.id), request(p.id, live.id), request(keep.id, kept.id)]);
+    const request = { path: "/canary", status: 200 };
+    const seedRequests = requestSeeder(h);
+    await seedRequests({ orgId: t.orgId, projectId: p.id }, [
+      { ...request, deploymentId: live.id },
+      { ...request, deploymentId: live.id },
+    ]);
+    await seedRequests({ orgId: t.orgId, projectId: keep.id }, [{ ...request, deploymentId: kept.id }]);
     await expectStatus(await call(t, `/${p.id}/deployment-session`, { method: "POST" }), 201);
 
     const expected = { projects: 1, environments: 2, envVars: 3, domains: 1, deployments: 2, services: 0, cloneTokens: 1, deploymentSessions: 1 };
