@@ -16,6 +16,7 @@ import { createFetchOutbound } from "../shared/outbound/fetch";
 import { createGuardedGitFetch } from "../shared/git/fetch";
 import { DEFAULT_GIT_HOSTS } from "../shared/git/hosts";
 import { validationHook } from "../shared/http/validation";
+import { CachedTrieRouter } from "../shared/http/cached-router";
 import { mountDocs } from "./docs";
 import { gitHooksRouter } from "./git-hooks";
 import { authRouter } from "./auth";
@@ -63,7 +64,8 @@ function fromHttpException(e: HTTPException): ApiError {
 export function createApp(deps: AppDeps) {
   const clock = deps.clock ?? (() => new Date());
   const logger = deps.logger ?? jsonLogger();
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // Every route ends up in this app's router (sub-apps' routes are copied in by app.route); shared/http/cached-router.ts says why not SmartRouter.
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook, router: new CachedTrieRouter() });
   const defaultOutbound = createFetchOutbound();
   const defaultGit = { hosts: DEFAULT_GIT_HOSTS, fetch: createGuardedGitFetch() };
 
