@@ -35,7 +35,7 @@ export const meRouter = createRouter().openapi(route, async (c) => {
       user: user!,
       organizations: orgs,
       activeOrganizationId: caller.orgId,
-      tags: caller.tags,
+      tags: [...caller.tags],
       tokenScopes: caller.scopes as z.infer<typeof TagSchema>[] | null,
     },
     200,

@@ -58,8 +58,8 @@ export function isTag(value: string): value is Tag {
   return (TAGS as readonly string[]).includes(value);
 }
 
-/** Role tags narrowed by a token's scopes (null scopes = no narrowing). */
-export function effectiveTags(role: Role, scopes: readonly string[] | null): Tag[] {
+/** Role tags narrowed by a token's scopes (null scopes = no narrowing: the role's own list, read-only, not a copy per request). */
+export function effectiveTags(role: Role, scopes: readonly string[] | null): readonly Tag[] {
   const granted = ROLE_TAGS[role];
-  return scopes ? granted.filter((t) => scopes.includes(t)) : [...granted];
+  return scopes ? granted.filter((t) => scopes.includes(t)) : granted;
 }

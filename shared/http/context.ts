@@ -106,7 +106,7 @@ export interface Caller {
   orgId: string | null;
   role: Role | null;
   /** Effective tags in the active organization: role tags ∩ token scopes. */
-  tags: Tag[];
+  tags: readonly Tag[];
   /**
    * Set only for a project-pinned token (a deployment session, a log-stream token):
    * its kind and the one project it may read. The guard refuses such a caller (403)
