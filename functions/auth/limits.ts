@@ -26,7 +26,7 @@ export const LOGIN_LIMITS = {
 export const LOGIN_LIMIT_TEXT = `${LOGIN_LIMITS.perAddress.max} codes per hour per e-mail address and ${LOGIN_LIMITS.perClient.max} per hour per client address`;
 
 /** The rate-limit takes of one code request; the address is keyed by its hash, so rate_limits holds no e-mail address. */
-export async function loginTakes(email: string, client: string | undefined): Promise<Take[]> {
+export function loginTakes(email: string, client: string | undefined): Take[] {
   const takes: Take[] = [{ key: `auth:login:email:${sha256Hex(email)}`, ...LOGIN_LIMITS.perAddress }];
   if (client) takes.push({ key: `auth:login:client:${client}`, ...LOGIN_LIMITS.perClient });
   return takes;
@@ -38,6 +38,6 @@ export const VERIFY_FAILURE_LIMIT = { max: 20, windowMs: 24 * 60 * MINUTE };
 export const VERIFY_FAILURE_TEXT = `${VERIFY_FAILURE_LIMIT.max} wrong codes per e-mail address in 24 hours`;
 
 /** The rate-limit take of one verify (keyed by the address's hash, like loginTakes). */
-export async function verifyFailureTake(email: string): Promise<Take> {
+export function verifyFailureTake(email: string): Take {
   return { key: `auth:verify:fail:email:${sha256Hex(email)}`, ...VERIFY_FAILURE_LIMIT };
 }

@@ -86,7 +86,7 @@ function afterResponse(c: AppContext, work: Promise<unknown>): void {
 
 /** Takes one unit of each limit, both or neither; the seconds to wait when refused. */
 async function takeLogin(c: AppContext, email: string, now: Date): Promise<number | null> {
-  return (await takeApiLimits(c, await loginTakes(email, clientKey(c)), now))?.retryAfter ?? null;
+  return (await takeApiLimits(c, loginTakes(email, clientKey(c)), now))?.retryAfter ?? null;
 }
 
 export const loginRouter = createRouter().openapi(route, async (c) => {

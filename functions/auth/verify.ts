@@ -54,7 +54,7 @@ export const verifyRouter = createRouter().openapi(route, async (c) => {
   const db = c.get("db");
   const now = c.get("clock")();
   // Each try takes a failure unit first (so racing guesses cannot exceed the cap) and a success gives it back.
-  const take = await verifyFailureTake(body.email);
+  const take = verifyFailureTake(body.email);
   const failures = (await takeRateLimits(db, [take], now)).get(take.key)!;
   setRateLimitHeaders(c, [{ max: take.max, count: failures.count, windowEnd: failures.windowEnd }], now);
   if (failures.granted < 1) {

@@ -49,7 +49,7 @@ function lookup(db: Db, requestedOrg: SQL | typeof users.defaultOrgId, name: str
 const byHeaderOrg = preparedStatement((db) => lookup(db, sql`${sql.placeholder("org")}::text`, "auth_header_org"));
 const byDefaultOrg = preparedStatement((db) => lookup(db, users.defaultOrgId, "auth_default_org"));
 
-/** The cache's answer, else the database's (stored when complete and not raced by an invalidation). */
+/** The database's answer, stored in the cache when complete and not raced by an invalidation. */
 async function queryRow(db: Db, key: string, hash: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthRow | undefined> {
   const generation = cache?.generation ?? 0;
   const [row] = orgHeader ? await byHeaderOrg(db).execute({ hash, org: orgHeader }) : await byDefaultOrg(db).execute({ hash });

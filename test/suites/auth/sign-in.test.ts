@@ -112,7 +112,7 @@ describe("sign-in by code", () => {
     expect(retry).toBeGreaterThan(23 * 3600);
     expect(retry).toBeLessThanOrEqual(24 * 3600);
     // The code was not tried (it works once the window has passed), and the limit is the address's own.
-    const { key } = await verifyFailureTake(t.email.toLowerCase());
+    const { key } = verifyFailureTake(t.email.toLowerCase());
     await h.db.execute(sql`update rate_limits set window_end = now() - interval '1 second' where key = ${key}`);
     await expectStatus(await verify(t.email, code), 200);
     await expectProblem(await verify(other.email, "000000"), 400, "code");
