@@ -4,7 +4,8 @@
  * pass them in; handlers reach every service through `c.var`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
+import type { ServerResponse } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices } from "../shared/http/context";
 import { describeError } from "../shared/http/error-log";
@@ -61,6 +62,25 @@ function fromHttpException(e: HTTPException): ApiError {
   return new ApiError("internal", "Internal error");
 }
 
+/** The Node adapter's response, when the request came through it (@hono/node-server's env). */
+const nodeResponse = (c: Context<AppEnv>) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+
+/**
+ * Every answer carries `x-request-id`. Through the Node adapter it goes on the Node response itself: set
+ * with `c.header`, Hono would build a Headers object for every response and the adapter turn it back into
+ * a plain one (~1 µs and 1 KB a request, issue 25); the Worker's answers take it from `c.header`.
+ */
+function stampRequestId(c: Context<AppEnv>, requestId: string): void {
+  const outgoing = nodeResponse(c);
+  if (outgoing) outgoing.setHeader("x-request-id", requestId);
+  else c.header("x-request-id", requestId);
+}
+
+/** The env of an in-process call (`dispatch`): the same bindings, without the outer request's Node response. */
+function innerEnv(env: AppEnv["Bindings"] | undefined) {
+  return env && typeof env === "object" && "outgoing" in env ? { ...env, outgoing: undefined } : env;
+}
+
 export function createApp(deps: AppDeps) {
   const clock = deps.clock ?? (() => new Date());
   const logger = deps.logger ?? jsonLogger();
@@ -71,15 +91,19 @@ export function createApp(deps: AppDeps) {
 
   const logRequests = deps.logRequests ?? true;
 
-  app.use("*", async (c, next) => {
+  // Not async: on Node (one services object, no release, no request lines) a request passes through without a step of its own.
+  app.use("*", (c, next) => {
     const started = logRequests ? performance.now() : 0;
-    c.set("requestId", newId("req"));
+    const requestId = newId("req");
+    c.set("requestId", requestId);
     c.set("clock", clock);
     c.set("logger", logger);
-    c.header("x-request-id", c.get("requestId"));
-    // Node's services are one object for the process: taken without yielding (the Worker's are built per request).
+    stampRequestId(c, requestId);
     const provided = deps.services(c);
-    const services = provided instanceof Promise ? await provided : provided;
+    return provided instanceof Promise ? provided.then((services) => serve(c, next, services, started)) : serve(c, next, provided, started);
+  });
+
+  function serve(c: Context<AppEnv>, next: Next, services: RequestServices, started: number): Promise<void> {
     c.set("db", services.db);
     c.set("keyring", services.keyring);
     c.set("config", services.config);
@@ -96,7 +120,12 @@ export function createApp(deps: AppDeps) {
     c.set("git", services.git ?? defaultGit);
     c.set("localFolders", services.localFolders);
     c.set("cloud", services.cloud);
-    c.set("dispatch", async (request) => app.fetch(request, c.env));
+    // An in-process call answers through its own Response, not through this request's Node response (stampRequestId).
+    c.set("dispatch", async (request) => app.fetch(request, innerEnv(c.env)));
+    return services.release || logRequests ? serveAndFinish(c, next, services, started) : next();
+  }
+
+  async function serveAndFinish(c: Context<AppEnv>, next: Next, services: RequestServices, started: number): Promise<void> {
     try {
       await next();
     } finally {
@@ -112,7 +141,7 @@ export function createApp(deps: AppDeps) {
           ms: Math.round(performance.now() - started),
         });
     }
-  });
+  }
 
   for (const middleware of deps.middleware ?? []) app.use("*", middleware);
 

@@ -75,12 +75,14 @@ async function authenticateRunner(db: Db, token: string, orgHeader: string | und
   return { ok: true, runner: row };
 }
 
-export async function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): Promise<AuthResult> {
+export function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): AuthResult | Promise<AuthResult> {
   if (token.startsWith(RUNNER_TOKEN_PREFIX)) return authenticateRunner(db, token, orgHeader);
   const hash = hashToken(token);
   const key = `${hash}/${orgHeader ?? ""}`;
-  // A cached answer is used without yielding: this runs on every request.
-  return callerOf(cache?.get(key, now.getTime()) ?? (await queryRow(db, key, hash, orgHeader, now, cache)), orgHeader, now);
+  // A cached answer is given as is, not as a promise: this runs on every request, and the guard goes on without yielding.
+  const cached = cache?.get(key, now.getTime());
+  if (cached) return callerOf(cached, orgHeader, now);
+  return queryRow(db, key, hash, orgHeader, now, cache).then((row) => callerOf(row, orgHeader, now));
 }
 
 function callerOf(row: AuthRow | undefined, orgHeader: string | undefined, now: Date): AuthResult {

@@ -11,15 +11,15 @@
  * public ones included, answers it 403, so no route can forget to refuse it.
  */
 import { and, eq } from "drizzle-orm";
-import type { MiddlewareHandler } from "hono";
+import type { MiddlewareHandler, Next } from "hono";
 import { deployments } from "../db/schema";
 import { authenticate, authenticateSession, type AuthResult } from "../auth/authenticate";
 import { holdsPersonalTag, type Tag } from "../auth/permissions";
 import { clearingCookieHeader, markSessionCaller, readSessionCookie, sameOriginOrSafe } from "../auth/session";
 import { LOG_STREAM_TOKEN_PREFIX } from "../auth/tokens";
-import type { AppEnv } from "./context";
+import type { AppEnv, Caller } from "./context";
 import { ApiError } from "./errors";
-import { isUnsafeText } from "./safe-text";
+import { assertSafeQuery, isUnsafeText } from "./safe-text";
 
 export type Access = Tag | "authenticated" | "public" | "runner";
 
@@ -68,9 +68,17 @@ async function sessionMayRead(
 }
 
 type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
+/** What a middleware answers: the route's (or the cloud's) response, in time. */
+type Outcome = ReturnType<MiddlewareHandler<AppEnv>>;
 
-/** Not async: the caller awaits authenticate's own promise, one step fewer on every request. */
-function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | undefined, orgId: string | undefined): Promise<AuthResult> {
+/** Hands over to the route once its query string is known to be safe text: the last check before every handler. */
+function proceed(c: Ctx, next: Next): Promise<void> {
+  assertSafeQuery(c);
+  return next();
+}
+
+/** A cached token's caller comes back as is (not a promise), so the guard goes on without yielding. */
+function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | undefined, orgId: string | undefined): AuthResult | Promise<AuthResult> {
   const match = header ? BEARER.exec(header) : queryToken !== undefined ? BEARER.exec(`Bearer ${queryToken}`) : null;
   if (queryToken !== undefined && !queryToken.startsWith(LOG_STREAM_TOKEN_PREFIX)) {
     throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
@@ -113,47 +121,73 @@ async function cookieCaller(c: Ctx, cookie: string, orgId: string | undefined): 
  * gets the cloud's answer instead of this instance's handler.
  */
 export function guard(access: Access, forward?: { bodyLimit: number }): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  // Not async: a request whose token is cached reaches the route without a step of its own (issue 25).
+  return (c, next) => {
     const header = c.req.header("authorization");
     // Public routes ignore the session cookie: a stale one must not keep anyone from signing in.
-    if (access === "public" && !header) return next();
-    // Built only where it is needed (no header, or a session token): routePath allocates.
-    const route = () => `${c.req.method} ${c.req.routePath}`;
-    const queryToken = !header && STREAM_ROUTES.has(route()) ? c.req.query("token") : undefined;
+    if (access === "public" && !header) return proceed(c, next);
+    const queryToken = !header && STREAM_ROUTES.has(routeOf(c)) ? c.req.query("token") : undefined;
     // A bearer token (header, or the stream route's query) wins over the cookie.
     const cookie = !header && queryToken === undefined ? readSessionCookie(c) : undefined;
     // Routes under /api/orgs/:orgId act on the organization in the path.
     const orgParam = c.req.param("orgId") ?? c.req.header("x-organization-id");
     // An id Postgres cannot store names no organization: ask for one that cannot exist.
     const orgId = orgParam && isUnsafeText(orgParam) ? "-" : orgParam;
-    const result = cookie !== undefined ? await cookieCaller(c, cookie, orgId) : await tokenCaller(c, header, queryToken, orgId);
-    if (!result.ok) {
-      if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
-      throw new ApiError("unauthorized", "Invalid, expired or revoked token");
-    }
-    if ("runner" in result) {
-      if (access !== "runner") {
-        throw new ApiError("forbidden", "A runner token (wsr_…) only works on the runner protocol (/api/runner/…); use a personal access token here");
-      }
-      c.set("runner", result.runner);
-      return next();
-    }
-    if (access === "runner") throw new ApiError("forbidden", "The runner protocol takes a build server's runner token (wsr_…) only");
-    const session = result.caller.session;
-    if (session?.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(route()), session.projectId, result.caller.orgId))) {
-      throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
-    }
-    if (session?.kind === "log_stream" && !(STREAM_ROUTES.has(route()) && c.req.param("id") === session.projectId)) {
-      throw new ApiError("forbidden", "A log-stream token may only open its own project's server-log stream");
-    }
-    c.set("caller", result.caller);
-    if (access !== "public" && access !== "authenticated" && !holdsPersonalTag(result.caller.scopes, access)) {
-      if (!result.caller.orgId) throw new ApiError("forbidden", "No active organization; send X-Organization-Id");
-      if (!result.caller.tags.includes(access)) throw new ApiError("forbidden", `Missing permission '${access}'`);
-    }
-    const cloud = forward && result.caller.orgId && !session ? c.get("cloud") : undefined;
-    const forwarded = cloud ? await cloud.forward(c, forward!.bodyLimit) : undefined;
-    if (forwarded) return forwarded;
-    return next();
+    const result = cookie !== undefined ? cookieCaller(c, cookie, orgId) : tokenCaller(c, header, queryToken, orgId);
+    return result instanceof Promise ? result.then((r) => admit(c, next, access, forward, r)) : admit(c, next, access, forward, result);
   };
+}
+
+/** `GET /api/projects/:id`: built only where it is needed (no header, or a session token), as it allocates. */
+const routeOf = (c: Ctx) => `${c.req.method} ${c.req.routePath}`;
+
+/** The caller is known: checks what it may do here, then hands over to the route (or the cloud). */
+function admit(c: Ctx, next: Next, access: Access, forward: { bodyLimit: number } | undefined, result: AuthResult): Outcome {
+  if (!result.ok) {
+    if (result.reason === "not_member") throw new ApiError("forbidden", "You are not a member of this organization");
+    throw new ApiError("unauthorized", "Invalid, expired or revoked token");
+  }
+  if ("runner" in result) {
+    if (access !== "runner") {
+      throw new ApiError("forbidden", "A runner token (wsr_…) only works on the runner protocol (/api/runner/…); use a personal access token here");
+    }
+    c.set("runner", result.runner);
+    return proceed(c, next);
+  }
+  if (access === "runner") throw new ApiError("forbidden", "The runner protocol takes a build server's runner token (wsr_…) only");
+  if (result.caller.session) return admitSession(c, next, access, result.caller as SessionCaller);
+  c.set("caller", result.caller);
+  checkPermission(access, result.caller);
+  const cloud = forward && result.caller.orgId ? c.get("cloud") : undefined;
+  return cloud ? forwardOrProceed(c, next, cloud, forward!.bodyLimit) : proceed(c, next);
+}
+
+/** What a user's token (not a runner's) may be asked for. */
+type UserAccess = Exclude<Access, "runner">;
+type SessionCaller = Caller & { session: NonNullable<Caller["session"]> };
+
+/** A project-pinned token (deployment session, log stream): only on its routes, only for its project. Never forwarded. */
+async function admitSession(c: Ctx, next: Next, access: UserAccess, caller: SessionCaller): Outcome {
+  const { session } = caller;
+  if (session.kind === "deployment_session" && !(await sessionMayRead(c, SESSION_ROUTES.get(routeOf(c)), session.projectId, caller.orgId))) {
+    throw new ApiError("forbidden", "A deployment-session token may only read its own project's deployments");
+  }
+  if (session.kind === "log_stream" && !(STREAM_ROUTES.has(routeOf(c)) && c.req.param("id") === session.projectId)) {
+    throw new ApiError("forbidden", "A log-stream token may only open its own project's server-log stream");
+  }
+  c.set("caller", caller);
+  checkPermission(access, caller);
+  return proceed(c, next);
+}
+
+function checkPermission(access: UserAccess, caller: Caller): void {
+  if (access === "public" || access === "authenticated" || holdsPersonalTag(caller.scopes, access)) return;
+  if (!caller.orgId) throw new ApiError("forbidden", "No active organization; send X-Organization-Id");
+  if (!caller.tags.includes(access)) throw new ApiError("forbidden", `Missing permission '${access}'`);
+}
+
+/** A per-project route of a project living in the linked cloud gets the cloud's answer (CloudService.forward). */
+async function forwardOrProceed(c: Ctx, next: Next, cloud: NonNullable<AppEnv["Variables"]["cloud"]>, bodyLimit: number): Outcome {
+  const forwarded = await cloud.forward(c, bodyLimit);
+  return forwarded ?? proceed(c, next);
 }

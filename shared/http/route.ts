@@ -11,7 +11,6 @@ import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Access } from "./guard";
 import { guard } from "./guard";
 import { formatBytes, jsonBody, MAX_JSON_BODY_BYTES } from "./json-body";
-import { safeQuery } from "./safe-text";
 import { IDEMPOTENCY_DESCRIPTION, IDEMPOTENCY_HEADER, idempotency } from "./idempotency";
 import { ERROR_RESPONSES, problem } from "./problem-schema";
 
@@ -78,8 +77,7 @@ export function defineRoute<const C extends Config>(config: C) {
   // Per-project routes of a project living in the linked cloud are forwarded there (after the permission check here).
   const forward = route.path.startsWith("/projects/{id}") && !selfHostedOnly ? { bodyLimit } : undefined;
   const middleware = [
-    guard(permission, forward),
-    safeQuery,
+    guard(permission, forward), // also refuses unsafe query text (shared/http/safe-text.ts)
     ...(hasBody ? [jsonBody(bodyLimit)] : []),
     ...(idempotent ? [idempotency(`${route.method.toUpperCase()} /api${route.path}`)] : []),
   ];
