@@ -27,22 +27,43 @@ export function toHex(bytes: Uint8Array): string {
 /**
  * Random bytes are drawn from the system's CSPRNG POOL_BYTES at a time: one call costs ~16 µs here
  * whatever its size (a system call), and every request takes some (its request id), so a request
- * paid it in full. Each byte is handed out once, as a copy.
+ * paid it in full. Each byte is handed out once, and wiped from the pool as it is: a later read of
+ * the pool (a heap dump) does not reveal it.
  */
 const POOL_BYTES = 4096;
 let pool = new Uint8Array(0);
 let poolOffset = 0;
 
-export function randomBytes(n: number): Uint8Array<ArrayBuffer> {
-  if (n > POOL_BYTES / 4) return crypto.getRandomValues(new Uint8Array(n));
+/** Where the next `n` unused pooled bytes start (n ≤ POOL_BYTES / 4); the caller takes them and wipes them. */
+function reserve(n: number): number {
   if (poolOffset + n > pool.length) {
     pool = crypto.getRandomValues(new Uint8Array(POOL_BYTES));
     poolOffset = 0;
   }
-  const out = pool.slice(poolOffset, poolOffset + n);
-  // Handed out bytes are wiped from the pool: a later read of it (a heap dump) does not reveal them.
-  pool.fill(0, poolOffset, poolOffset + n);
+  const start = poolOffset;
   poolOffset += n;
+  return start;
+}
+
+export function randomBytes(n: number): Uint8Array<ArrayBuffer> {
+  if (n > POOL_BYTES / 4) return crypto.getRandomValues(new Uint8Array(n));
+  const start = reserve(n);
+  const out = pool.slice(start, start + n);
+  pool.fill(0, start, start + n);
+  return out;
+}
+
+/**
+ * `n` random characters of `alphabet`, whose length must divide 256 (each character is then
+ * uniform): one pooled byte each, read in place rather than copied out (ids are made on every request).
+ */
+export function randomText(n: number, alphabet: string): string {
+  const start = reserve(n);
+  let out = "";
+  for (let i = start; i < start + n; i++) {
+    out += alphabet[pool[i]! % alphabet.length];
+    pool[i] = 0;
+  }
   return out;
 }
 
