@@ -3,7 +3,9 @@
  * channel (`node --import tsx bench/server.ts`), so the load generator never
  * shares this event loop. It serves two apps on two ephemeral ports of 127.0.0.1,
  * each with its own pg Pool of the same size:
- *   - real: createApp(...) exactly as the self-hosted adapter builds it;
+ *   - real: createApp(...) as the self-hosted adapter builds it (its services, the request
+ *     metrics middleware, no request lines), served by @hono/node-server's listener directly
+ *     (`npm start` puts the edge's Host check in front of it: bench:edge measures that path);
  *   - bare: a plain Hono app whose GET /bare runs the same settings select.
  *
  * Environment (set by the parent): BENCH_DB_URL, BENCH_ORG_ID, BENCH_USER_ID,
@@ -24,6 +26,7 @@ import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { createApp } from "../functions/app";
+import { requestMetrics } from "../functions/operations/metrics/http-requests";
 import { AuthCache } from "../shared/auth/auth-cache";
 import { listenPostgres } from "../shared/auth/auth-cache-listener";
 import { createKeyring, generateKeySpec } from "../shared/crypto/keyring";
@@ -109,8 +112,8 @@ async function main() {
   const feed = await listenPostgres(url, authCache);
   databases.push({ close: () => feed.stop() } as PostgresDatabase);
   const services: RequestServices = { db: realDb.db, keyring, config, authCache };
-  // As `npm start` runs it by default: LOG_REQUESTS unset, no line per request.
-  const app = createApp({ services: () => services, logger: silentLogger, logRequests: false });
+  // As `npm start` runs it by default: LOG_REQUESTS unset (no line per request), the request metrics counted.
+  const app = createApp({ services: () => services, logger: silentLogger, logRequests: false, middleware: [requestMetrics()] });
 
   // (b) a bare Hono app: the same settings select through the same data layer
   // (drizzle, a named prepared statement, a pool of the same size), with no

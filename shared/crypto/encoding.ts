@@ -58,6 +58,7 @@ export function randomBytes(n: number): Uint8Array<ArrayBuffer> {
  * uniform): one pooled byte each, read in place rather than copied out (ids are made on every request).
  */
 export function randomText(n: number, alphabet: string): string {
+  if (n > POOL_BYTES / 4 || 256 % alphabet.length !== 0) throw new RangeError("randomText: at most 1,024 characters, of an alphabet whose length divides 256");
   const start = reserve(n);
   let out = "";
   for (let i = start; i < start + n; i++) {

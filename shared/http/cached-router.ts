@@ -42,7 +42,10 @@ export class CachedTrieRouter<T> implements Router<T> {
       answer = this.#trie.match(method, path);
       if (this.#size >= MAX_ENTRIES) this.#clear();
       byPath = this.#answers.get(method);
-      if (!byPath) this.#answers.set(method, (byPath = new Map()));
+      if (!byPath) {
+        byPath = new Map();
+        this.#answers.set(method, byPath);
+      }
       byPath.set(path, answer);
       this.#size++;
     }

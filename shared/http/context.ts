@@ -150,7 +150,10 @@ export interface AppEnv {
     git: GitService;
     localFolders: LocalFolders | undefined;
     cloud: CloudService | undefined;
-    /** Calls this app's own routes in-process (a transfer applies a project to this instance through its public API, with the caller's token). */
+    /**
+     * Calls this app's own routes in-process (a transfer applies a project to this instance through its public API, with the caller's token).
+     * The only way to re-enter the app: it leaves out the outer request's Node response, on which functions/app.ts sets the outer x-request-id.
+     */
     dispatch: (request: Request) => Promise<Response>;
   };
 }

@@ -4,6 +4,7 @@
  * shared); the random characters are uniform over the 32-character alphabet.
  */
 import { describe, expect, it } from "vitest";
+import { randomText } from "../../shared/crypto/encoding";
 import { newId } from "../../shared/ids";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
@@ -28,5 +29,13 @@ describe("newId", () => {
     expect([...counts.keys()].sort().join("")).toBe(ALPHABET);
     // 1.6 M characters: 50,000 expected each, a standard deviation of ~220.
     for (const n of counts.values()) expect(Math.abs(n - 50_000)).toBeLessThan(2_500);
+  });
+});
+
+describe("randomText", () => {
+  it("refuses an alphabet that would bias it and more characters than the pool hands out at once", () => {
+    expect(randomText(8, "0123456789abcdef")).toMatch(/^[0-9a-f]{8}$/);
+    expect(() => randomText(8, "0123456789")).toThrow(RangeError);
+    expect(() => randomText(4096, ALPHABET)).toThrow(RangeError);
   });
 });

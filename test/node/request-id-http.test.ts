@@ -1,21 +1,32 @@
 /**
  * Through the self-hosted listener the request id goes on Node's response itself
  * (functions/app.ts, stampRequestId): it must still reach the client once, beside the
- * route's own headers, and match a problem's requestId.
+ * route's own headers, and match a problem's requestId; on a request whose token is
+ * cached, on HEAD, and on a request that calls the app in-process (`dispatch`), whose
+ * inner answer keeps its own id without touching the outer one.
  */
+import { serve } from "@hono/node-server";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AddressInfo } from "node:net";
 import { request as httpRequest } from "node:http";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { startSelfHosted } from "../../functions/self-hosted/start";
+import { AuthCache } from "../../shared/auth/auth-cache";
+import type { AppEnv } from "../../shared/http/context";
+import { silentLogger } from "../../shared/http/logger";
 import { useCleanups } from "../support/cleanups";
+import { seedTenant } from "../support/harness";
+import { openPgliteHarness } from "../support/node-harness";
 
 const { cleanups, tempDir } = useCleanups("ws-request-id-");
 const REQUEST_ID = /^req_[0-9a-z]{26}$/;
 
 /** A GET with node:http, which shows a header sent twice (fetch would join the two values). */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; raw: string[]; body: string }> {
+function get(url: string, headers: Record<string, string> = {}, method = "GET"): Promise<{ status: number; raw: string[]; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers }, (res) => {
+    const req = httpRequest(url, { headers, method }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (c) => (body += c));
@@ -57,5 +68,46 @@ describe("x-request-id through the Node adapter", () => {
       ids.add(id!);
     }
     expect(ids.size).toBe(3);
+  });
+});
+
+describe("x-request-id through a Node listener of the app", () => {
+  it("on answers to a cached token and to HEAD; an in-process call keeps its own id and leaves the outer one", async () => {
+    const h = await openPgliteHarness();
+    cleanups.push(() => h.close());
+    // A route that calls the app in-process, as a transfer does, and says which id each side had.
+    const probe = new OpenAPIHono<AppEnv>();
+    probe.get("/request-id-probe", async (c) => {
+      const inner = await c.get("dispatch")(new Request("http://127.0.0.1/api/no-such-route"));
+      return c.json({ outer: c.get("requestId"), innerHeader: inner.headers.get("x-request-id"), inner: (await inner.json()).requestId });
+    });
+    const authCache = new AuthCache();
+    const services = { db: h.db, keyring: h.keyring, config: { mode: "self-hosted" as const, sharedDomain: "apps.test" }, authCache };
+    const app = createApp({ services: () => services, logger: silentLogger, extraRouters: [probe] });
+    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const t = await seedTenant(h);
+    const auth = { authorization: `Bearer ${t.token}`, "x-organization-id": t.orgId };
+    const ids: string[] = [];
+    for (const method of ["GET", "GET", "HEAD"]) {
+      const res = await get(`${base}/api/settings`, auth, method);
+      expect(res.status).toBe(200);
+      const sent = valuesOf(res.raw, "x-request-id");
+      expect(sent).toEqual([expect.stringMatching(REQUEST_ID)]);
+      ids.push(sent[0]!);
+    }
+    expect(authCache.size).toBe(1); // stored by the first request: the next two were answered from it
+    expect(new Set(ids).size).toBe(3);
+
+    const res = await get(`${base}/api/request-id-probe`);
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body) as { outer: string; innerHeader: string; inner: string };
+    expect(valuesOf(res.raw, "x-request-id")).toEqual([body.outer]);
+    expect(body.innerHeader).toBe(body.inner);
+    expect(body.inner).toMatch(REQUEST_ID);
+    expect(body.inner).not.toBe(body.outer);
   });
 });
