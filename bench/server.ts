@@ -4,7 +4,7 @@
  * shares this event loop. It serves two apps on two ephemeral ports of 127.0.0.1,
  * each with its own pg Pool of the same size:
  *   - real: createApp(...) as the self-hosted adapter builds it (its services, the request
- *     metrics middleware, no request lines), served by @hono/node-server's listener directly
+ *     metrics counted, no request lines), served by @hono/node-server's listener directly
  *     (`npm start` puts the edge's Host check in front of it: bench:edge measures that path);
  *   - bare: a plain Hono app whose GET /bare runs the same settings select.
  *
@@ -13,7 +13,7 @@
  *
  * IPC: sends {type:"ready", realPort, barePort}; answers {type:"reset"} and
  * {type:"stats"} with per-app query counts, time spent waiting on pool.query,
- * and the process's CPU time and event-loop utilization since the last reset.
+ * and the process's CPU time (and its user part) and event-loop utilization since the last reset.
  * {type:"profile-start"} / {type:"profile-stop"} profile this process in between and
  * answer {type:"profile", frames}: every frame by self time (bench/profile-frames.ts).
  * Exits on SIGTERM/SIGINT or when the parent goes away (which also lets
@@ -26,7 +26,7 @@ import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { createApp } from "../functions/app";
-import { requestMetrics } from "../functions/operations/metrics/http-requests";
+import { countRequest } from "../functions/operations/metrics/http-requests";
 import { AuthCache } from "../shared/auth/auth-cache";
 import { listenPostgres } from "../shared/auth/auth-cache-listener";
 import { createKeyring, generateKeySpec } from "../shared/crypto/keyring";
@@ -113,7 +113,7 @@ async function main() {
   databases.push({ close: () => feed.stop() } as PostgresDatabase);
   const services: RequestServices = { db: realDb.db, keyring, config, authCache };
   // As `npm start` runs it by default: LOG_REQUESTS unset (no line per request), the request metrics counted.
-  const app = createApp({ services: () => services, logger: silentLogger, logRequests: false, middleware: [requestMetrics()] });
+  const app = createApp({ services: () => services, logger: silentLogger, logRequests: false, onAnswered: countRequest });
 
   // (b) a bare Hono app: the same settings select through the same data layer
   // (drizzle, a named prepared statement, a pool of the same size), with no
@@ -173,6 +173,7 @@ async function main() {
         bare: { ...bareStats },
         wallMs: performance.now() - since.at,
         cpuMs: (cpu.user + cpu.system) / 1000,
+        userMs: cpu.user / 1000,
         eventLoopUtilization: performance.eventLoopUtilization(since.elu).utilization,
       });
     }

@@ -10,12 +10,17 @@
  *    the server (bench/common.ts compiledEntry; real app and bare app on two
  *    ports, each with a pg Pool of BENCH_POOL_MAX connections).
  * 3. Checks that both answer 200, then loads each with autocannon: a warm-up of
- *    BENCH_WARMUP_SECONDS (default 2), then BENCH_SECONDS (default 10) measured,
- *    BENCH_CONNECTIONS (default 10) connections. BENCH_ROUNDS (default 3) repeats
+ *    BENCH_WARMUP_SECONDS (default 2), then BENCH_SECONDS (default 3) measured,
+ *    BENCH_CONNECTIONS (default 10) connections. BENCH_ROUNDS (default 10) repeats
  *    the measured runs, alternating which app goes first, to even out background
  *    load; the summary then gives the mean req/s and the median p99 of the rounds, and the
  *    ratios judged are the medians of the rounds' own ratios (each round's two apps ran
- *    back to back, under the same background load).
+ *    back to back, under the same background load). Many short rounds rather than a few
+ *    long ones: on a shared machine the background load drifts over tens of seconds, and
+ *    the closer in time the two apps' runs, the less of that drift a round's ratio carries.
+ *    With `taskset` and two CPUs or more, the server runs on the last CPU and this process
+ *    (the load generator) on the others, so the two never take turns on one core
+ *    (BENCH_PIN=off: no pinning).
  * 4. Prints requests/s and p99 for both, `ratio X.XX` (real/bare throughput) and
  *    whether the targets (>= 0.90 throughput, <= 1.15x CPU per request) are met; stops the child and drops the database,
  *    also on failure or Ctrl-C.
@@ -31,7 +36,8 @@
  * profile (both apps, written when the child exits) opens in Chrome DevTools.
  */
 import autocannon, { type Result } from "autocannon";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createOrganization, createUser, issueToken } from "../functions/identity/store";
@@ -46,11 +52,11 @@ const TARGET_CPU = 1.15;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
 
-const SECONDS = intEnv("BENCH_SECONDS", 10, 1, 600);
+const SECONDS = intEnv("BENCH_SECONDS", 3, 1, 600);
 const WARMUP_SECONDS = intEnv("BENCH_WARMUP_SECONDS", 2, 0, 60);
 const CONNECTIONS = intEnv("BENCH_CONNECTIONS", 10, 1, 1000);
 const POOL_MAX = intEnv("BENCH_POOL_MAX", 10, 1, 100);
-const ROUNDS = intEnv("BENCH_ROUNDS", 3, 1, 10);
+const ROUNDS = intEnv("BENCH_ROUNDS", 10, 1, 50);
 /** Seconds of load of the real route alone under the profiler, whose top frames are printed; 0: none. */
 const PROFILE_SECONDS = intEnv("BENCH_PROFILE_SECONDS", 3, 0, 60);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
@@ -94,12 +100,26 @@ interface ChildStats {
   bare: { queries: number; queryMs: number };
   wallMs: number;
   cpuMs: number;
+  userMs: number;
   eventLoopUtilization: number;
 }
 
-async function startServer(url: string, s: Seed): Promise<ChildProcess> {
+/**
+ * The CPUs of the server and of this process (the load generator), when they can be kept apart: `taskset`
+ * present, two CPUs or more, BENCH_PIN not `off`. Postgres is left to the scheduler.
+ */
+function pinning(): { server: string; load: string } | undefined {
+  const cpus = availableParallelism();
+  if (process.env.BENCH_PIN === "off" || process.platform !== "linux" || cpus < 2) return undefined;
+  if (spawnSync("taskset", ["-cp", `0-${cpus - 2}`, String(process.pid)], { stdio: "ignore" }).status !== 0) return undefined;
+  return { server: String(cpus - 1), load: cpus === 2 ? "0" : `0-${cpus - 2}` };
+}
+
+async function startServer(url: string, s: Seed, pin: { server: string } | undefined): Promise<ChildProcess> {
   const profArgs = CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
-  return spawn(process.execPath, [...profArgs, await compiledEntry(join(HERE, "server.ts"))], {
+  const command = [process.execPath, ...profArgs, await compiledEntry(join(HERE, "server.ts"))];
+  if (pin) command.unshift("taskset", "-c", pin.server);
+  return spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: {
@@ -150,6 +170,7 @@ interface Measured {
   queries: number;
   queryMs: number;
   cpuMs: number;
+  userMs: number;
   elu: number;
 }
 
@@ -174,6 +195,7 @@ async function measure(child: ChildProcess, t: Target, key: "real" | "bare"): Pr
     queries: stats[key].queries,
     queryMs: stats[key].queryMs,
     cpuMs: stats.cpuMs,
+    userMs: stats.userMs,
     elu: stats.eventLoopUtilization,
   };
 }
@@ -187,6 +209,7 @@ interface Summary {
   queries: number;
   queryMs: number;
   cpuMs: number;
+  userMs: number;
   elu: number;
 }
 
@@ -209,6 +232,7 @@ function summarize(runs: Measured[]): Summary {
     queries: sum((m) => m.queries),
     queryMs: sum((m) => m.queryMs),
     cpuMs: sum((m) => m.cpuMs),
+    userMs: sum((m) => m.userMs),
     elu: mean(runs.map((m) => m.elu)),
   };
 }
@@ -219,7 +243,7 @@ function line(s: Summary, prefix = ""): string {
     `mean ${s.meanMs.toFixed(2)} ms`,
     `${(s.queries / n).toFixed(2)} queries/req`,
     `pool.query ${s.queries ? (s.queryMs / s.queries).toFixed(2) : "-"} ms/query`,
-    `server CPU ${((s.cpuMs * 1000) / n).toFixed(0)} µs/req`,
+    `server CPU ${((s.cpuMs * 1000) / n).toFixed(0)} µs/req (user ${((s.userMs * 1000) / n).toFixed(0)})`,
     `event loop ${(s.elu * 100).toFixed(0)}% busy`,
   ].join(", ");
   return `${prefix}${s.name.padEnd(24)} ${s.rps.toFixed(0).padStart(7)} req/s   p99 ${s.p99.toFixed(2).padStart(6)} ms   (${detail})`;
@@ -254,7 +278,8 @@ async function main(): Promise<void> {
   created = true;
   const s = await seed(dbUrl);
 
-  child = await startServer(dbUrl, s);
+  const pin = pinning();
+  child = await startServer(dbUrl, s, pin);
   const ready = await waitForMessage<{ realPort: number; barePort: number }>(child, "ready", READY_TIMEOUT_MS, "bench server");
 
   const real: Target = {
@@ -268,7 +293,8 @@ async function main(): Promise<void> {
 
   log(
     `bench: database ${dbName}, node ${process.version}, ${CONNECTIONS} connections, ` +
-      `${WARMUP_SECONDS} s warm-up + ${ROUNDS > 1 ? `${ROUNDS} x ` : ""}${SECONDS} s measured per app, pg pool max ${POOL_MAX} per app`,
+      `${WARMUP_SECONDS} s warm-up + ${ROUNDS > 1 ? `${ROUNDS} x ` : ""}${SECONDS} s measured per app, pg pool max ${POOL_MAX} per app, ` +
+      (pin ? `server on CPU ${pin.server}, load generator on CPU ${pin.load}` : "no CPU pinning"),
   );
   await warmUp(real);
   await warmUp(bare);

@@ -4,7 +4,7 @@
  * pass them in; handlers reach every service through `c.var`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler, Next } from "hono";
+import type { Context, Next } from "hono";
 import type { ServerResponse } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices } from "../shared/http/context";
@@ -43,8 +43,12 @@ export interface AppDeps {
   loops?: LoopProbe[];
   /** A log line per request (default true: the Worker's go to its log stream); the self-hosted terminal turns them on with LOG_REQUESTS. */
   logRequests?: boolean;
-  /** Middleware run on every request before the routes (self-hosted: the request metrics, functions/operations/metrics). */
-  middleware?: MiddlewareHandler<AppEnv>[];
+  /**
+   * Called once each request is answered, with the time it came in (performance.now()): the self-hosted request
+   * metrics (functions/operations/metrics/http-requests.ts). Part of the app's own first step, not a middleware of
+   * its own: a layer more in Hono's chain is a few promises more on every request (issue 25).
+   */
+  onAnswered?: (c: Context<AppEnv>, started: number) => void;
 }
 
 const PROBLEM_TYPE = "application/problem+json";
@@ -90,10 +94,12 @@ export function createApp(deps: AppDeps) {
   const defaultGit = { hosts: DEFAULT_GIT_HOSTS, fetch: createGuardedGitFetch() };
 
   const logRequests = deps.logRequests ?? true;
+  const onAnswered = deps.onAnswered;
+  const timed = logRequests || onAnswered !== undefined;
 
   // Not async: on Node (one services object, no release, no request lines) a request passes through without a step of its own.
   app.use("*", (c, next) => {
-    const started = logRequests ? performance.now() : 0;
+    const started = timed ? performance.now() : 0;
     const requestId = newId("req");
     c.set("requestId", requestId);
     c.set("clock", clock);
@@ -122,7 +128,9 @@ export function createApp(deps: AppDeps) {
     c.set("cloud", services.cloud);
     // An in-process call answers through its own Response, not through this request's Node response (stampRequestId).
     c.set("dispatch", async (request) => app.fetch(request, innerEnv(c.env)));
-    return services.release || logRequests ? serveAndFinish(c, next, services, started) : next();
+    if (services.release || logRequests) return serveAndFinish(c, next, services, started);
+    // Hono's chain turns a route's error into its answer (onError) before this resolves.
+    return onAnswered ? next().finally(() => onAnswered(c, started)) : next();
   }
 
   async function serveAndFinish(c: Context<AppEnv>, next: Next, services: RequestServices, started: number): Promise<void> {
@@ -130,6 +138,7 @@ export function createApp(deps: AppDeps) {
       await next();
     } finally {
       if (services.release) await services.release();
+      onAnswered?.(c, started);
       // A load balancer polls the probes every second: only their failures are worth a line.
       // Path only: query strings may carry tokens. No headers, no bodies.
       if (logRequests && !(PROBE_PATHS.has(c.req.path) && c.res.status < 500))
@@ -142,8 +151,6 @@ export function createApp(deps: AppDeps) {
         });
     }
   }
-
-  for (const middleware of deps.middleware ?? []) app.use("*", middleware);
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return problemResponse(c, err);

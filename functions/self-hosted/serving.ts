@@ -8,7 +8,7 @@
 export { createApp } from "../app";
 export { startScheduledBackups } from "../operations/backup/schedule";
 export { createMetrics } from "../operations/metrics/metrics";
-export { requestMetrics } from "../operations/metrics/http-requests";
+export { countRequest } from "../operations/metrics/http-requests";
 export { mountMetricsRoute } from "../operations/metrics/route";
 export { mountConsole } from "./console";
 export { createNodeServices } from "./services";

@@ -88,7 +88,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
     }
 
     const logger = config.logLevel === "silent" ? silentLogger : jsonLogger();
-    const { createApp, createMetrics, createNodeServices, mountConsole, mountMetricsRoute, requestMetrics, startScheduledBackups } = await loading;
+    const { createApp, createMetrics, createNodeServices, mountConsole, mountMetricsRoute, countRequest, startScheduledBackups } = await loading;
     const node = await createNodeServices(config, database, keyring, logger);
     // Metrics are counted whether or not they are served (functions/operations/metrics): the cost is a few counters.
     const metrics = createMetrics({ db: database.db, database, settings: config.metrics ?? {} });
@@ -98,7 +98,7 @@ export async function startSelfHosted(config: NodeConfig, print: (line: string) 
       extraRouters: node.extraRouters,
       loops: node.loops,
       logRequests: config.logRequests,
-      middleware: [requestMetrics()],
+      onAnswered: countRequest,
     });
     // On the main port only with METRICS_TOKEN; METRICS_BIND's listener serves them on its own.
     if (config.metrics?.token) mountMetricsRoute(app, metrics);

@@ -75,14 +75,34 @@ async function authenticateRunner(db: Db, token: string, orgHeader: string | und
   return { ok: true, runner: row };
 }
 
+/**
+ * The cache is keyed by the token itself, as the request carries it, with the organization asked for: hashing
+ * it is only needed to ask the database. The key lives in this process's memory only, as long as the cached
+ * answer (the TTL at most); a space separates the two, as no token character is one (BEARER in guard.ts).
+ */
 export function authenticate(db: Db, token: string, orgHeader: string | undefined, now: Date, cache?: AuthCache): AuthResult | Promise<AuthResult> {
   if (token.startsWith(RUNNER_TOKEN_PREFIX)) return authenticateRunner(db, token, orgHeader);
-  const hash = hashToken(token);
-  const key = `${hash}/${orgHeader ?? ""}`;
+  const key = `${token} ${orgHeader ?? ""}`;
   // A cached answer is given as is, not as a promise: this runs on every request, and the guard goes on without yielding.
   const cached = cache?.get(key, now.getTime());
-  if (cached) return callerOf(cached, orgHeader, now);
-  return queryRow(db, key, hash, orgHeader, now, cache).then((row) => callerOf(row, orgHeader, now));
+  if (cached) return cachedCaller(cached, orgHeader, now);
+  return queryRow(db, key, hashToken(token), orgHeader, now, cache).then((row) => callerOf(row, orgHeader, now));
+}
+
+/**
+ * A cached row's answer, built once: a cached row is a valid token of a member of the key's organization, so
+ * only its expiry can change the answer. Frozen, as every request of that token shares it.
+ */
+const callers = new WeakMap<AuthRow, AuthResult>();
+function cachedCaller(row: AuthRow, orgHeader: string | undefined, now: Date): AuthResult {
+  if (row.expiresAt && row.expiresAt <= now) return { ok: false, reason: "invalid" };
+  let result = callers.get(row);
+  if (!result) {
+    result = callerOf(row, orgHeader, now);
+    if (result.ok && "caller" in result) Object.freeze(result.caller);
+    callers.set(row, result);
+  }
+  return result;
 }
 
 function callerOf(row: AuthRow | undefined, orgHeader: string | undefined, now: Date): AuthResult {

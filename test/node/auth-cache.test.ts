@@ -11,6 +11,7 @@ import { openPostgres, type PostgresDatabase } from "../../shared/db/postgres";
 import { apiTokens, memberships } from "../../shared/db/schema";
 import { silentLogger } from "../../shared/http/logger";
 import { createApp } from "../../functions/app";
+import { issueToken } from "../../functions/identity/store";
 import { buildRequest, eventually, expectProblem, expectStatus, seedMember, seedTenant, type Harness } from "../support/harness";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 
@@ -128,6 +129,26 @@ describe.runIf(inject("pgKind") === "postgres")("cached token lookups on Postgre
     await expectStatus(await h.request("/api/settings", { token: other.token, org: t.orgId }), 200);
     await database.db.delete(memberships).where(and(eq(memberships.orgId, t.orgId), eq(memberships.userId, other.userId)));
     await eventually(async () => expectProblem(await h.request("/api/settings", { token: other.token, org: t.orgId }), 403), 2000);
+  });
+
+  it("a cached token stops at its expiry, and a token differing by one character is not its cache entry", async () => {
+    const t = await seedTenant(h);
+    let now = Date.now();
+    const app = createApp({
+      services: () => ({ db: database.db, keyring: h.keyring, config: { mode: "self-hosted", sharedDomain: "apps.test" }, authCache: cache }),
+      logger: silentLogger,
+      clock: () => new Date(now),
+    });
+    const { token } = await issueToken(database.db, { userId: t.userId, name: "short-lived", scopes: null, expiresAt: new Date(now + 3_600_000) });
+    const settings = (tok: string) => app.fetch(buildRequest("/api/settings", { token: tok }));
+    await expectStatus(await settings(token), 200);
+    const cached = cache.size;
+    await expectStatus(await settings(token), 200);
+    expect(cache.size).toBe(cached); // the second answer came from the cache
+    const altered = token.slice(0, -1) + (token.endsWith("a") ? "b" : "a");
+    await expectProblem(await settings(altered), 401);
+    now += 3_600_001;
+    await expectProblem(await settings(token), 401);
   });
 
   it("changes made through the API hold on the very next request", async () => {

@@ -1,11 +1,11 @@
 /**
  * API requests by route template: Hono's matched route (`/api/projects/:id`),
  * never the raw URL, so the number of series is bounded by the routes the code
- * has; a request no route matched is `unmatched`. Counted in a middleware the
- * Node adapter puts before every route (AppDeps.middleware); the edge's requests
- * to apps are counted by the edge (wsp_edge_requests_total).
+ * has; a request no route matched is `unmatched`. Counted as each request is
+ * answered (the Node adapter passes countRequest as createApp's onAnswered); the
+ * edge's requests to apps are counted by the edge (wsp_edge_requests_total).
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { matchedRoutes } from "hono/route";
 import { Counter, type Metric } from "prom-client";
 import type { AppEnv } from "../../../shared/http/context";
@@ -17,7 +17,7 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /**
  * One series (method, route template, status): its requests and their latency. Counted here, per request, with a
  * Map lookup and two additions: prom-client's own inc/observe hash a label object on every call (~3-5 µs a request
- * with the middleware's await, measured in `npm run bench`). prom-client reads the totals when it is scraped.
+ * with a middleware's await, measured in `npm run bench`). prom-client reads the totals when it is scraped.
  */
 interface Series {
   labels: { method: string; route: string; status: string };
@@ -85,19 +85,13 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
  * The route that answered: the handler at routeIndex. A wildcard (a middleware, the console's `*`) that ends in
  * the 404 passed the request on and nothing took it: no route matched.
  */
-function routeTemplate(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
+function routeTemplate(c: Context<AppEnv>): string {
   const route = matchedRoutes(c)[c.req.routeIndex];
   if (!route || (route.path.includes("*") && c.res.status === 404)) return "unmatched";
   return route.path;
 }
 
-export function requestMetrics(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const started = performance.now();
-    try {
-      await next();
-    } finally {
-      record(METHODS.has(c.req.method) ? c.req.method : "OTHER", routeTemplate(c), c.res.status, (performance.now() - started) / 1000);
-    }
-  };
+/** Counts one answered request; `started`: performance.now() when it came in (createApp's `onAnswered`). */
+export function countRequest(c: Context<AppEnv>, started: number): void {
+  record(METHODS.has(c.req.method) ? c.req.method : "OTHER", routeTemplate(c), c.res.status, (performance.now() - started) / 1000);
 }
