@@ -1,13 +1,14 @@
 /**
  * `createApp(deps)`: the only place routes are assembled. The Worker and the
  * Node adapter build `deps` differently (database driver, keyring, mode) and
- * pass them in; handlers reach every service through `c.var`.
+ * pass them in; handlers reach every service through `c.get` (the few-routes
+ * ones through `c.get("services")`).
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, Next } from "hono";
 import type { ServerResponse } from "node:http";
 import { HTTPException } from "hono/http-exception";
-import type { AppEnv, RequestServices } from "../shared/http/context";
+import type { AppEnv, RequestServices, RouteServices } from "../shared/http/context";
 import { describeError } from "../shared/http/error-log";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
@@ -109,28 +110,46 @@ export function createApp(deps: AppDeps) {
     return provided instanceof Promise ? provided.then((services) => serve(c, next, services, started)) : serve(c, next, provided, started);
   });
 
+  // The few-routes services of each RequestServices object, resolved once (shared/http/context.ts RouteServices).
+  const resolved = new WeakMap<RequestServices, RouteServices>();
+  const dispatch = async (c: Context<AppEnv>, request: Request) => app.fetch(request, innerEnv(c.env));
+  function routeServices(services: RequestServices): RouteServices {
+    let r = resolved.get(services);
+    if (!r) {
+      r = {
+        outbound: services.outbound ?? defaultOutbound,
+        mailer: services.mailer,
+        wakeDeliveries: services.wakeDeliveries ?? (() => {}),
+        wakeRunner: services.wakeRunner ?? (() => {}),
+        logFeed: services.logFeed,
+        jobFeed: services.jobFeed,
+        edgeRoutes: services.edgeRoutes,
+        authCache: services.authCache,
+        uploads: services.uploads,
+        gunzip: services.gunzip,
+        git: services.git ?? defaultGit,
+        localFolders: services.localFolders,
+        cloud: services.cloud,
+        dispatch,
+      };
+      resolved.set(services, r);
+    }
+    return r;
+  }
+
   function serve(c: Context<AppEnv>, next: Next, services: RequestServices, started: number): Promise<void> {
     c.set("db", services.db);
     c.set("keyring", services.keyring);
     c.set("config", services.config);
-    c.set("outbound", services.outbound ?? defaultOutbound);
-    c.set("mailer", services.mailer);
-    c.set("wakeDeliveries", services.wakeDeliveries ?? (() => {}));
-    c.set("wakeRunner", services.wakeRunner ?? (() => {}));
-    c.set("logFeed", services.logFeed);
-    c.set("jobFeed", services.jobFeed);
-    c.set("edgeRoutes", services.edgeRoutes);
-    c.set("authCache", services.authCache);
-    c.set("uploads", services.uploads);
-    c.set("gunzip", services.gunzip);
-    c.set("git", services.git ?? defaultGit);
-    c.set("localFolders", services.localFolders);
-    c.set("cloud", services.cloud);
-    // An in-process call answers through its own Response, not through this request's Node response (stampRequestId).
-    c.set("dispatch", async (request) => app.fetch(request, innerEnv(c.env)));
+    c.set("services", routeServices(services));
     if (services.release || logRequests) return serveAndFinish(c, next, services, started);
-    // Hono's chain turns a route's error into its answer (onError) before this resolves.
-    return onAnswered ? next().finally(() => onAnswered(c, started)) : next();
+    if (!onAnswered) return next();
+    // Hono's chain turns a route's error into its answer (onError) before this settles; one reaction, not finally's two.
+    const answered = () => onAnswered(c, started);
+    return next().then(answered, (e: unknown) => {
+      answered();
+      throw e;
+    });
   }
 
   async function serveAndFinish(c: Context<AppEnv>, next: Next, services: RequestServices, started: number): Promise<void> {

@@ -91,7 +91,7 @@ async function takeLogin(c: AppContext, email: string, now: Date): Promise<numbe
 
 export const loginRouter = createRouter().openapi(route, async (c) => {
   const { email } = c.req.valid("json");
-  const mailer = c.get("mailer");
+  const mailer = c.get("services").mailer;
   // A hand-built problem (see emailNotConfigured), outside the typed responses.
   if (!mailer) return emailNotConfigured(c) as never;
   const db = c.get("db");

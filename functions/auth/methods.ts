@@ -30,5 +30,5 @@ const route = defineRoute({
 
 export const methodsRouter = createRouter().openapi(route, (c) => {
   c.header("cache-control", "no-store");
-  return c.json({ email: c.get("mailer") !== undefined, token: c.get("config").mode === "self-hosted" }, 200);
+  return c.json({ email: c.get("services").mailer !== undefined, token: c.get("config").mode === "self-hosted" }, 200);
 });

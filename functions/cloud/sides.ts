@@ -103,7 +103,7 @@ export function selfSide(c: Context<AppEnv>): Side {
     const headers = new Headers(init.headers);
     for (const [name, value] of Object.entries(credentials)) headers.set(name, value);
     if (org) headers.set("x-organization-id", org);
-    return c.get("dispatch")(new Request(`${origin}/${path.replace(/^\//, "")}`, { ...init, headers }));
+    return c.get("services").dispatch(c, new Request(`${origin}/${path.replace(/^\//, "")}`, { ...init, headers }));
   };
   const side = {
     name: "self-hosted" as const,

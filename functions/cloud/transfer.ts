@@ -139,7 +139,7 @@ interface Run {
 async function enter(run: Run, step: TransferStep): Promise<void> {
   run.step = step;
   await recordStep(run.c.get("db"), run.row, step, run.c.get("clock")());
-  await run.c.get("cloud")?.beforeTransferStep?.(run.row.direction, step);
+  await run.c.get("services").cloud?.beforeTransferStep?.(run.row.direction, step);
 }
 
 /** The problem a failed step answers, naming it; an unexpected error is logged here and answers 500 naming the step. */
@@ -218,11 +218,11 @@ async function localTarball(
   bundle: { source: { kind: string }; latestArtifactKey: string | null },
   localPath: string | null,
 ) {
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) return undefined;
   let key = bundle.source.kind === "upload" ? bundle.latestArtifactKey : null;
   let temporary = false;
-  const folders = c.get("localFolders");
+  const folders = c.get("services").localFolders;
   if (bundle.source.kind === "local" && localPath && folders) {
     key = artifactKeyFor(orgId, newId("trf"));
     temporary = true;

@@ -127,7 +127,7 @@ export async function queueUpload(
     placed?: PlacementFields;
   },
 ): Promise<DeploymentRow> {
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   const { orgId, project } = input;
   const from = input.session?.objectKey ?? input.previous?.artifactKey;
@@ -182,9 +182,9 @@ export async function queueLocal(
   c: AppContext,
   input: { orgId: string; userId: string | null; project: ProjectRow & { localPath: string }; env: EnvironmentRow; placed?: PlacementFields },
 ): Promise<DeploymentRow> {
-  const folders = c.get("localFolders");
+  const folders = c.get("services").localFolders;
   if (!folders) throw new ApiError("conflict", "The project deploys from a local folder: deploy it on the self-hosted instance that holds the folder");
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   const { orgId, project } = input;
   // The snapshot's size is known once packed: an organization already at a cap packs nothing.

@@ -206,7 +206,7 @@ function placementChoice(c: AppContext, body: z.infer<typeof CreateBody>): Place
 /** A just-queued deployment's view (still `queued`), then the runner woken to claim it. */
 export async function queuedView(c: AppContext, orgId: string, id: string) {
   const view = await viewOf(c, orgId, id);
-  c.get("wakeRunner")();
+  c.get("services").wakeRunner();
   return view;
 }
 
@@ -276,18 +276,18 @@ export const deploymentRoutes = createRouter()
     const { orgId } = callerOf(c);
     const { row, from } = await cancelDeploymentFrom(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
     // A queued deployment was never claimed: its artifact goes now (a building one's runner removes it once the build stopped).
-    if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, row.id);
+    if (from === "queued") await discardArtifact({ db: c.get("db"), uploads: c.get("services").uploads, logger: c.get("logger") }, row.id);
     // A forwarded git credential goes with the job.
     await dropForwardedCredential(c.get("db"), row.id);
-    c.get("wakeRunner")();
-    c.get("logFeed")?.notify([row.projectId]);
+    c.get("services").wakeRunner();
+    c.get("services").logFeed?.notify([row.projectId]);
     await recordAudit(c, { action: "deployment.canceled", target: { kind: "deployment", id: row.id }, details: { projectId: row.projectId, from } });
     return c.json(await viewOf(c, orgId, row.id), 200);
   })
   .openapi(promote, async (c) => {
     const { orgId } = callerOf(c);
     const row = await promoteDeployment(c.get("db"), orgId, c.req.valid("param").id, c.get("clock")());
-    c.get("wakeRunner")();
+    c.get("services").wakeRunner();
     await recordAudit(c, { action: "deployment.promoted", target: { kind: "deployment", id: row.id }, details: { projectId: row.projectId } });
     return c.json(await viewOf(c, orgId, row.id), 200);
   });

@@ -20,7 +20,7 @@ import type { ProjectRow } from "../projects/store";
 export async function staleReason(c: AppContext, project: ProjectRow, branch: string, commit: string): Promise<string | null> {
   const repository = repositoryOf(project);
   if (!repository) return null; // Nothing to pin: the queue step records the push without a deployment.
-  const git = c.get("git");
+  const git = c.get("services").git;
   const url = git.hosts[repository.provider] ? cloneUrl(repository.provider, repository.owner, repository.repo, git.hosts) : null;
   if (!url) throw readFailure(unconfigured(repository.provider), repository);
   let token: string | null;

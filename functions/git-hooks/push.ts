@@ -207,7 +207,7 @@ export const pushRouter = createRouter().openapi(route, async (c) => {
     });
   }
   if (!replay && record.deploymentId) {
-    c.get("wakeRunner")();
+    c.get("services").wakeRunner();
     // No caller: a push is the system's doing, on the project's organization.
     await recordAudit(c, {
       orgId: hook.orgId,

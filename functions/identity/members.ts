@@ -66,7 +66,7 @@ export const membersRouter = createRouter()
       () => ({ orgId, action: "member.role_changed", target: { kind: "member", id: userId }, details: { role } }),
     );
     // After commit: the member's next request sees the new role.
-    c.get("authCache")?.invalidate(userId);
+    c.get("services").authCache?.invalidate(userId);
     return c.json(view(member), 200);
   })
   .openapi(remove, async (c) => {
@@ -76,6 +76,6 @@ export const membersRouter = createRouter()
       (tx) => removeMember(tx, orgId, callerOf(c).userId, userId),
       () => ({ orgId, action: "member.removed", target: { kind: "member", id: userId } }),
     );
-    c.get("authCache")?.invalidate(userId);
+    c.get("services").authCache?.invalidate(userId);
     return c.body(null, 204);
   });

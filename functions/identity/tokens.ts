@@ -127,6 +127,6 @@ export const tokensRouter = createRouter()
       (done) => (done ? { action: "token.revoked", target: { kind: "token", id } } : null),
     );
     if (!revoked) throw notFound("Token");
-    c.get("authCache")?.invalidate(caller.userId);
+    c.get("services").authCache?.invalidate(caller.userId);
     return c.body(null, 204);
   });

@@ -2,7 +2,7 @@
  * Local-folder projects (self-hosted only): scan a folder on the instance's
  * machine, import it as a project, list those projects. Mounted by the Node
  * adapter as an extra router, with the local-folders service
- * (functions/local-folders/service.ts) in `c.get("localFolders")`; on the cloud
+ * (functions/local-folders/service.ts) in `c.get("services").localFolders`; on the cloud
  * these paths are unknown routes (404). The operator names the folders the API
  * may read with LOCAL_ROOTS; unset, the three routes answer 409.
  */
@@ -75,7 +75,7 @@ const list = defineRoute({
 
 /** The service with at least one root, else 409 saying how to enable it. */
 function foldersOf(c: AppContext): LocalFolders {
-  const folders = c.get("localFolders");
+  const folders = c.get("services").localFolders;
   if (!folders || folders.roots.length === 0) throw new ApiError("conflict", LOCAL_ROOTS_OFF);
   return folders;
 }

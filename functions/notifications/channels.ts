@@ -134,8 +134,8 @@ export const channelsRouter = createRouter()
       channel.kind === "in_app"
         ? await recordTestEntry(c.get("db"), o, event).then(() => ({ ok: true as const, status: 200 }))
         : await sendToChannel(channel, messageOf(event), newId("msg", now.getTime()), now, c.get("keyring"), {
-            outbound: c.get("outbound"),
-            mailer: c.get("mailer"),
+            outbound: c.get("services").outbound,
+            mailer: c.get("services").mailer,
           });
     if (result.ok && !channel.verified) channel = (await markVerified(c.get("db"), o, channel, c.get("clock")())) ?? (await getChannel(c.get("db"), o, id));
     return c.json(

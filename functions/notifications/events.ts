@@ -29,6 +29,6 @@ export const eventsRouter = createRouter().openapi(route, async (c) => {
   }
   const caller = callerOf(c);
   const result = await emitNotificationEvent(c.get("db"), { ...body, orgId: caller.orgId, createdBy: caller.userId }, c.get("clock")());
-  if (result.sends > 0) c.get("wakeDeliveries")();
+  if (result.sends > 0) c.get("services").wakeDeliveries();
   return c.json(result, 202);
 });

@@ -52,7 +52,7 @@ const deliveringSubscriptions = (orgId: string, category: string) => sql`
 /**
  * Records an event and queues its notifications. Callable in-process by any
  * module (`POST /api/notifications/events` is a thin wrapper); afterwards wake
- * the delivery engine (`c.get("wakeDeliveries")()` in a route).
+ * the delivery engine (`c.get("services").wakeDeliveries()` in a route).
  */
 export async function emitNotificationEvent(db: Db, input: NotificationEventInput, now: Date = new Date()): Promise<EmitResult> {
   const eventId = newId("nevt", now.getTime());

@@ -58,9 +58,9 @@ export const deletionRouter = createRouter()
     const { id } = c.req.valid("param");
     const { removes, artifactKeys } = await deleteProject(c.get("db"), orgId, id);
     // Its deployment-session tokens are gone: forget cached lookups at once (rare, so all of them).
-    c.get("authCache")?.invalidate();
+    c.get("services").authCache?.invalidate();
     // Its upload deployments' tarballs go too; a failure leaves an orphan object, never a half-deleted project.
-    const uploads = c.get("uploads");
+    const uploads = c.get("services").uploads;
     for (const key of uploads ? artifactKeys : []) {
       await uploads!.remove(key).catch((error) => c.get("logger").error("artifact_remove_failed", { projectId: id, error: (error as Error).message }));
     }

@@ -78,7 +78,7 @@ const remove = defineRoute({
 /** Each domain's routing state: asked of the edge (self-hosted; one reload of the project's routes serves every question), else pending. */
 async function routingOf(c: AppContext, project: ProjectRow, rows: DomainRow[]) {
   if (project.disabledAt) return rows.map(() => ({ state: "offline" as const, checkedAt: null }));
-  const edge = c.get("edgeRoutes");
+  const edge = c.get("services").edgeRoutes;
   if (!edge) return rows.map(() => ({ state: "pending" as const, checkedAt: null }));
   const checkedAt = c.get("clock")().toISOString();
   const served = await Promise.all(rows.map((d) => edge.serves(project.id, d.hostname)));

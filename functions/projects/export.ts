@@ -37,7 +37,7 @@ const exportProject = defineRoute({
 
 /** A presigned GET of the latest tarball, when the store can hand one out. */
 async function artifactOf(c: AppContext, key: string | null): Promise<ProjectExport["source"]["artifact"]> {
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!key || uploads?.kind !== "presigned") return null;
   const link = await uploads.presignGet({ key, now: c.get("clock")(), expiresInSeconds: ARTIFACT_LINK_SECONDS });
   return link && { url: link.url, sizeBytes: link.sizeBytes, expiresAt: link.expiresAt.toISOString() };

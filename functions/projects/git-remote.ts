@@ -48,7 +48,7 @@ export async function listRepository(
   repository: Repository,
   forwarded?: { username: string; password: string },
 ): Promise<ListRemoteResult | RemoteFailure> {
-  const git = c.get("git");
+  const git = c.get("services").git;
   if (!git.hosts[repository.provider]) return unconfigured(repository.provider);
   const url = cloneUrl(repository.provider, repository.owner, repository.repo, git.hosts);
   if (!url) return { ok: false, kind: "not_found", message: `${repository.owner}/${repository.repo} is not a valid repository name` };

@@ -2,7 +2,7 @@
  * Git source routes: link a repository (checked on its host now), the deploy
  * branch, the remote's branches, commit status, auto-deploy (the push hook) and
  * the webhook domain. The host is asked over git smart HTTP through the guarded
- * transport (c.get("git")), with the project's clone token, else the caller's
+ * transport (c.get("services").git), with the project's clone token, else the caller's
  * Settings token marked `asDefault`; a token is never returned, logged or put
  * into a URL. PATCH /api/projects/:id with gitOwner/gitRepo/gitBranch only
  * records names; `git/link` is the route that checks them.
@@ -42,7 +42,7 @@ async function gitView(c: AppContext, row: ProjectRow, hook?: HookRow): Promise<
     provider: repository?.provider ?? null,
     owner: repository?.owner ?? null,
     repo: repository?.repo ?? null,
-    cloneUrl: repository ? cloneUrl(repository.provider, repository.owner, repository.repo, c.get("git").hosts) : null,
+    cloneUrl: repository ? cloneUrl(repository.provider, repository.owner, repository.repo, c.get("services").git.hosts) : null,
     branch: repository ? (row.gitBranch ?? row.gitDefaultBranch) : null,
     defaultBranch: repository ? row.gitDefaultBranch : null,
     autoDeploy: row.autoDeploy,
@@ -217,7 +217,7 @@ export const gitRouter = createRouter()
     const body = c.req.valid("json");
     const project = await findProject(c.get("db"), orgId, c.req.valid("param").id);
     const provider = body.provider ?? (isGitProvider(project.gitProvider) ? project.gitProvider : "github");
-    if (!c.get("git").hosts[provider]) throw badRequest("provider", unconfigured(provider).message);
+    if (!c.get("services").git.hosts[provider]) throw badRequest("provider", unconfigured(provider).message);
     const owner = normalizeOwner(body.owner, provider);
     if (!owner) {
       throw badRequest("owner", `must be a ${provider === "gitlab" ? "user or group path" : "user or organization name"}: letters, digits, '_', '.' and '-'`);

@@ -45,7 +45,7 @@ const home = defineRoute({
 async function homePage(c: AppContext, query: { limit: number; cursor?: string }): Promise<z.infer<typeof HomePage>> {
   const { limit, cursor } = query;
   const db = c.get("db");
-  const cloudPage = c.get("cloud")?.projects(c, limit, cursor);
+  const cloudPage = c.get("services").cloud?.projects(c, limit, cursor);
   const localPage = toPage(await listProjects(db, callerOf(c).orgId, limit, cursor), limit, (p) => p.id);
   const local = await projectViews(db, localPage.items, c.get("config"));
   const cloud = await cloudPage;

@@ -102,7 +102,7 @@ export const infoRouter = createRouter()
     const serving = await servingDeployment(db, row.id);
     const options = optionsView(row.options);
     const { kind, localPath } = sourceView(row);
-    const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("git").hosts) : null;
+    const clone = kind === "git" && isGitProvider(row.gitProvider) ? cloneUrl(row.gitProvider, row.gitOwner!, row.gitRepo!, c.get("services").git.hosts) : null;
     return c.json(
       {
         id: row.id,

@@ -53,7 +53,7 @@ const retry = defineRoute({
 /** The routing columns after a sync attempt: synced when the edge serves the hostname (self-hosted), else pending. */
 async function syncFreeRoute(c: AppContext, row: ProjectRow, now: Date) {
   const hostname = freeHostname(row.slug, c.get("config"));
-  const edge = c.get("edgeRoutes");
+  const edge = c.get("services").edgeRoutes;
   const served = edge ? await edge.serves(row.id, hostname) : true;
   return served
     ? { routingState: "synced" as const, routingHost: hostname, routingLastAttemptAt: now, routingSyncedAt: now }

@@ -94,7 +94,7 @@ async function announceStopped(c: AppContext, stopped: StoppedDeployment[]) {
       c.get("logger").error("server_deletion_event_failed", { requestId: c.get("requestId"), deploymentId: d.id, error: (error as Error).message });
     }
   }
-  if (sends > 0) c.get("wakeDeliveries")();
+  if (sends > 0) c.get("services").wakeDeliveries();
 }
 
 const create = defineRoute({
@@ -220,7 +220,7 @@ export const serversRouter = createRouter()
           : null,
     );
     if (!result) throw notFound("Server");
-    if (result.requeued.length > 0) c.get("wakeRunner")();
+    if (result.requeued.length > 0) c.get("services").wakeRunner();
     await announceStopped(c, result.stopped);
     return c.json({ id, requeued: result.requeued, stopped: result.stopped.map((d) => d.id) }, 200);
   });

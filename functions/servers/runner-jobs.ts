@@ -244,7 +244,7 @@ const forgetPorts = defineRoute({
 async function archiveOf(c: AppContext, id: string) {
   const { d } = await leasedJob(c, id);
   if (d.source === "git" || !d.artifactKey) throw new ApiError("not_found", "This job has no source archive (a git job, or its archive is gone)");
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) throw new ApiError("not_found", "This instance has no upload store: the job's archive cannot be read");
   return { d, key: d.artifactKey, uploads };
 }
@@ -319,7 +319,7 @@ export const runnerJobsRouter = createRouter()
       if (d) return c.json(runnerDeployment(d), 200);
       const left = deadline - Date.now();
       if (left <= 0 || c.req.raw.signal?.aborted) return c.body(null, 204);
-      const feed = c.get("jobFeed");
+      const feed = c.get("services").jobFeed;
       if (feed) await feed.wait(JOBS_QUEUED, Math.min(CLAIM_POLL_WITH_FEED_MS, left), c.req.raw.signal);
       else await sleep(Math.min(CLAIM_POLL_MS, left));
       server = await findServer(db, orgId, serverId);
@@ -337,7 +337,7 @@ export const runnerJobsRouter = createRouter()
     const moved = await advance(c.get("db"), d.id, serverId, from, to, c.get("clock")(), failureReason);
     if (!moved) throw notYours();
     // A finished deployment ends its build-log streams now (the CLI's `wsp deploy` waits for that end).
-    c.get("logFeed")?.notify([d.projectId]);
+    c.get("services").logFeed?.notify([d.projectId]);
     return c.json(runnerDeployment(moved), 200);
   })
   .openapi(ready, async (c) => {
@@ -346,19 +346,19 @@ export const runnerJobsRouter = createRouter()
     if (d.status === "ready" && d.current && serves(d, serverId)) return c.json(runnerDeployment(d), 200);
     const made = await markReadyIfHeld(c.get("db"), d.id, serverId, c.get("clock")());
     if (!made) throw notYours();
-    c.get("logFeed")?.notify([d.projectId]);
+    c.get("services").logFeed?.notify([d.projectId]);
     return c.json(runnerDeployment(made), 200);
   })
   .openapi(release, async (c) => {
     const { d, serverId } = await leasedJob(c, c.req.valid("param").id);
     await releaseJob(c.get("db"), d.id, serverId, c.get("clock")());
-    c.get("wakeRunner")();
+    c.get("services").wakeRunner();
     return c.body(null, 204);
   })
   .openapi(logs, async (c) => {
     const { d } = await ownJob(c, c.req.valid("param").id);
     const answer = await appendRunnerLogs(c.get("db"), d, c.req.valid("json").lines);
-    if (answer.stored > 0) c.get("logFeed")?.notify([d.projectId]);
+    if (answer.stored > 0) c.get("services").logFeed?.notify([d.projectId]);
     return c.json(answer, 200);
   })
   .openapi(context, async (c) => {

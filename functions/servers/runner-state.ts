@@ -251,12 +251,12 @@ export const runnerStateRouter = createRouter()
       data: { ...body.data, deploymentId: d.id, environmentId: d.environmentId },
     };
     await emitNotificationEvent(c.get("db"), event, c.get("clock")());
-    c.get("wakeDeliveries")();
+    c.get("services").wakeDeliveries();
     return c.body(null, 204);
   })
   .openapi(discardSource, async (c) => {
     const { d } = await workedJob(c, c.req.valid("param").id);
-    await discardArtifact({ db: c.get("db"), uploads: c.get("uploads"), logger: c.get("logger") }, d.id);
+    await discardArtifact({ db: c.get("db"), uploads: c.get("services").uploads, logger: c.get("logger") }, d.id);
     return c.body(null, 204);
   })
   .openapi(workDirBytes, async (c) => {

@@ -122,6 +122,34 @@ export interface RunnerCaller {
 }
 
 /**
+ * The services only some routes use, with their defaults applied: `c.get("services").uploads`. One variable
+ * rather than one each: Hono keeps a request's variables in a Map of its own, and filling a dozen more entries
+ * on every request was the largest single cost the app added to one (issue 25). functions/app.ts resolves them
+ * once per RequestServices object, so once per process on Node.
+ */
+export interface RouteServices {
+  outbound: Outbound;
+  mailer: Mailer | undefined;
+  wakeDeliveries: () => void;
+  wakeRunner: () => void;
+  logFeed: LogFeed | undefined;
+  jobFeed: WakeFeed | undefined;
+  edgeRoutes: EdgeRoutes | undefined;
+  authCache: AuthCache | undefined;
+  uploads: UploadStorage | undefined;
+  gunzip: Gunzip | undefined;
+  git: GitService;
+  localFolders: LocalFolders | undefined;
+  cloud: CloudService | undefined;
+  /**
+   * Calls this app's own routes in-process for the request of `c` (a transfer applies a project to this instance
+   * through its public API, with the caller's token). The only way to re-enter the app: it takes `c`'s bindings
+   * but leaves out its Node response, on which functions/app.ts sets the outer x-request-id.
+   */
+  dispatch(c: Context<AppEnv>, request: Request): Promise<Response>;
+}
+
+/**
  * Read variables with `c.get("db")`, not `c.var.db`: Hono builds a fresh object of
  * every variable on each `c.var` access, a measurable cost on the hot path.
  */
@@ -137,24 +165,8 @@ export interface AppEnv {
     caller: Caller | undefined;
     /** Set instead of `caller` on the runner protocol's routes (permission `runner`). */
     runner: RunnerCaller | undefined;
-    outbound: Outbound;
-    mailer: Mailer | undefined;
-    wakeDeliveries: () => void;
-    wakeRunner: () => void;
-    logFeed: LogFeed | undefined;
-    jobFeed: WakeFeed | undefined;
-    edgeRoutes: EdgeRoutes | undefined;
-    authCache: AuthCache | undefined;
-    uploads: UploadStorage | undefined;
-    gunzip: Gunzip | undefined;
-    git: GitService;
-    localFolders: LocalFolders | undefined;
-    cloud: CloudService | undefined;
-    /**
-     * Calls this app's own routes in-process (a transfer applies a project to this instance through its public API, with the caller's token).
-     * The only way to re-enter the app: it leaves out the outer request's Node response, on which functions/app.ts sets the outer x-request-id.
-     */
-    dispatch: (request: Request) => Promise<Response>;
+    /** The services only some routes use, with their defaults applied (RouteServices). */
+    services: RouteServices;
   };
 }
 

@@ -17,7 +17,7 @@ import { authenticate, authenticateSession, type AuthResult } from "../auth/auth
 import { holdsPersonalTag, type Tag } from "../auth/permissions";
 import { clearingCookieHeader, markSessionCaller, readSessionCookie, sameOriginOrSafe } from "../auth/session";
 import { LOG_STREAM_TOKEN_PREFIX } from "../auth/tokens";
-import type { AppEnv, Caller } from "./context";
+import type { AppEnv, Caller, RouteServices } from "./context";
 import { ApiError } from "./errors";
 import { assertSafeQuery, isUnsafeText } from "./safe-text";
 
@@ -84,7 +84,7 @@ function tokenCaller(c: Ctx, header: string | undefined, queryToken: string | un
     throw new ApiError("unauthorized", "Only a log-stream token (GET /api/projects/{id}/server-logs/stream-token) may be sent in the query");
   }
   if (!match) throw new ApiError("unauthorized", header ? "Malformed Authorization header" : "Missing bearer token");
-  return authenticate(c.get("db"), match[1]!, orgId, c.get("clock")(), c.get("authCache"));
+  return authenticate(c.get("db"), match[1]!, orgId, c.get("clock")(), c.get("services").authCache);
 }
 
 /**
@@ -158,7 +158,7 @@ function admit(c: Ctx, next: Next, access: Access, forward: { bodyLimit: number 
   if (result.caller.session) return admitSession(c, next, access, result.caller as SessionCaller);
   c.set("caller", result.caller);
   checkPermission(access, result.caller);
-  const cloud = forward && result.caller.orgId ? c.get("cloud") : undefined;
+  const cloud = forward && result.caller.orgId ? c.get("services").cloud : undefined;
   return cloud ? forwardOrProceed(c, next, cloud, forward!.bodyLimit) : proceed(c, next);
 }
 
@@ -187,7 +187,7 @@ function checkPermission(access: UserAccess, caller: Caller): void {
 }
 
 /** A per-project route of a project living in the linked cloud gets the cloud's answer (CloudService.forward). */
-async function forwardOrProceed(c: Ctx, next: Next, cloud: NonNullable<AppEnv["Variables"]["cloud"]>, bodyLimit: number): Outcome {
+async function forwardOrProceed(c: Ctx, next: Next, cloud: NonNullable<RouteServices["cloud"]>, bodyLimit: number): Outcome {
   const forwarded = await cloud.forward(c, bodyLimit);
   return forwarded ?? proceed(c, next);
 }

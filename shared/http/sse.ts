@@ -103,7 +103,7 @@ export function sseResponse(c: AppContext, opts: { grant: StreamGrant; next: () 
   const clock = c.get("clock");
   const caller = c.get("caller")!;
   const sessionId = currentSessionId(c);
-  const feed = c.get("logFeed");
+  const feed = c.get("services").logFeed;
   const logger = c.get("logger");
   const requestId = c.get("requestId");
   const abort = new AbortController();

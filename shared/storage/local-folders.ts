@@ -1,7 +1,7 @@
 /**
  * Local folders (self-hosted, LOCAL_ROOTS): the Node-only service the routes of
  * functions/local-folders/ and the deployments route use through
- * `c.get("localFolders")`. Only this interface lives here, so the Worker bundle
+ * `c.get("services").localFolders`. Only this interface lives here, so the Worker bundle
  * never pulls node:fs; the implementation is functions/local-folders/service.ts,
  * built by the Node adapter. Absent on the Worker.
  */

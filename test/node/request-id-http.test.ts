@@ -78,7 +78,7 @@ describe("x-request-id through a Node listener of the app", () => {
     // A route that calls the app in-process, as a transfer does, and says which id each side had.
     const probe = new OpenAPIHono<AppEnv>();
     probe.get("/request-id-probe", async (c) => {
-      const inner = await c.get("dispatch")(new Request("http://127.0.0.1/api/no-such-route"));
+      const inner = await c.get("services").dispatch(c, new Request("http://127.0.0.1/api/no-such-route"));
       return c.json({ outer: c.get("requestId"), innerHeader: inner.headers.get("x-request-id"), inner: (await inner.json()).requestId });
     });
     const authCache = new AuthCache();

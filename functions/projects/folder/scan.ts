@@ -76,11 +76,11 @@ function composeServices(archive: Archive): { file: string; services: ReturnType
 export const scanRouter = createRouter().openapi(route, async (c) => {
   const { orgId } = callerOf(c);
   const { sessionId } = c.req.valid("param");
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   const session = await findSession(c.get("db"), orgId, sessionId, c.get("clock")());
 
-  const { archive, size } = await readUpload(uploads, session.objectKey, c.get("gunzip"));
+  const { archive, size } = await readUpload(uploads, session.objectKey, c.get("services").gunzip);
   const compose = composeServices(archive);
   const detected = detect(archive);
   const result: ScanResult = {

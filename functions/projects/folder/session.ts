@@ -81,7 +81,7 @@ function capExceeded(refusal: CapExceeded) {
 export const sessionRouter = createRouter().openapi(route, async (c) => {
   const { orgId, userId } = callerOf(c);
   const hint: z.infer<typeof SessionHint> = c.req.valid("json") ?? {};
-  const uploads = c.get("uploads");
+  const uploads = c.get("services").uploads;
   if (!uploads) throw new ApiError("internal", "Folder uploads are not configured on this instance");
   // A presigned URL without a signed length would take a PUT of any size.
   if (uploads.kind === "presigned" && hint.sizeBytes === undefined) {
