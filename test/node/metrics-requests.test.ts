@@ -62,12 +62,18 @@ describe("request metrics", () => {
     });
   }
 
-  it("count a request no route matched as unmatched, not under its path", async () => {
+  it("count a request no route matched as unmatched, not under its path, and an unusual method as OTHER", async () => {
     const app = appWith("metrics-probe-unmatched", false);
     const before = sampleValue(await linesFor("unmatched"), 'wsp_http_requests_total{method="GET",route="unmatched",status="404"}') || 0;
     expect((await app.request("/api/no-such-route-for-metrics")).status).toBe(404);
     const after = sampleValue(await linesFor("unmatched"), 'wsp_http_requests_total{method="GET",route="unmatched",status="404"}');
     expect(after).toBe(before + 1);
+    // A method outside the usual seven is one label, not its own.
+    const other = 'wsp_http_requests_total{method="OTHER",route="unmatched",status="404"}';
+    const otherBefore = sampleValue(await linesFor("unmatched"), other) || 0;
+    expect((await app.request("/api/no-such-route-for-metrics", { method: "PROPFIND" })).status).toBe(404);
+    expect(sampleValue(await linesFor("unmatched"), other)).toBe(otherBefore + 1);
+    expect((await processRegistry.metrics()).includes("PROPFIND")).toBe(false);
     expect((await processRegistry.metrics()).includes("no-such-route-for-metrics")).toBe(false);
   });
 });
