@@ -5,6 +5,7 @@
  * each with its own pg Pool of the same size:
  *   - real: createApp(...) as the self-hosted adapter builds it (its services, the request
  *     metrics counted, no request lines), served by @hono/node-server's listener directly
+ *     on a server of the self-hosted listener's response class (RequestIdResponse)
  *     (`npm start` puts the edge's Host check in front of it: bench:edge measures that path);
  *   - bare: a plain Hono app whose GET /bare runs the same settings select.
  *
@@ -26,6 +27,7 @@ import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { createApp } from "../functions/app";
+import { RequestIdResponse } from "../functions/self-hosted/request-id-response";
 import { countRequest } from "../functions/operations/metrics/http-requests";
 import { AuthCache } from "../shared/auth/auth-cache";
 import { listenPostgres } from "../shared/auth/auth-cache-listener";
@@ -68,7 +70,8 @@ function instrument(pool: pg.Pool): QueryStats {
 }
 
 function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<ServerType> {
-  const server = serve({ fetch, port: 0, hostname: "127.0.0.1" });
+  // The self-hosted listener's response class (functions/self-hosted/http-server.ts), for both apps.
+  const server = serve({ fetch, port: 0, hostname: "127.0.0.1", serverOptions: { ServerResponse: RequestIdResponse } });
   return new Promise((resolve, reject) => {
     server.once("listening", () => resolve(server));
     server.once("error", reject);

@@ -13,6 +13,7 @@ import { describeError } from "../shared/http/error-log";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
+import { REQUEST_ID_SLOT } from "../shared/http/request-id";
 import { serveOpenApiDocument } from "../shared/http/openapi-document";
 import { createFetchOutbound } from "../shared/outbound/fetch";
 import { createGuardedGitFetch } from "../shared/git/fetch";
@@ -71,13 +72,16 @@ function fromHttpException(e: HTTPException): ApiError {
 const nodeResponse = (c: Context<AppEnv>) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
 
 /**
- * Every answer carries `x-request-id`. Through the Node adapter it goes on the Node response itself: set
- * with `c.header`, Hono would build a Headers object for every response and the adapter turn it back into
- * a plain one (~1 µs and 1 KB a request, issue 25); the Worker's answers take it from `c.header`.
+ * Every answer carries `x-request-id`. Through the self-hosted listener it goes in the Node response's
+ * REQUEST_ID_SLOT and joins the head as it is written (functions/self-hosted/request-id-response.ts); through
+ * another Node listener (tests, @hono/node-server's own) it is set on the Node response; the Worker's answers
+ * take it from `c.header`. Not `c.header` on Node: Hono would build a Headers object for every response and
+ * the adapter turn it back into a plain one (~1 µs and 1 KB a request, issue 25).
  */
 function stampRequestId(c: Context<AppEnv>, requestId: string): void {
   const outgoing = nodeResponse(c);
-  if (outgoing) outgoing.setHeader("x-request-id", requestId);
+  if (outgoing && REQUEST_ID_SLOT in outgoing) (outgoing as { [REQUEST_ID_SLOT]?: string })[REQUEST_ID_SLOT] = requestId;
+  else if (outgoing) outgoing.setHeader("x-request-id", requestId);
   else c.header("x-request-id", requestId);
 }
 

@@ -31,6 +31,7 @@
  * no longer the HTTP server's, so they are tracked here.
  */
 import { getRequestListener } from "@hono/node-server";
+import { RequestIdResponse } from "./request-id-response";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Cidr } from "../../shared/net/cidr";
@@ -204,7 +205,7 @@ export async function bindHttpServer(opts: {
   };
   let listener: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
   let edge: EdgeHandler | undefined;
-  const server = createServer({ connectionsCheckingInterval: timeouts.checkIntervalMs }, (req, res) => {
+  const server = createServer({ connectionsCheckingInterval: timeouts.checkIntervalMs, ServerResponse: RequestIdResponse }, (req, res) => {
     firstHeadCame(req.socket);
     watchBody(req, timeouts.bodyIdleMs);
     if (edge?.handle(req, res)) return;

@@ -3,15 +3,19 @@
  * (functions/app.ts, stampRequestId): it must still reach the client once, beside the
  * route's own headers, and match a problem's requestId; on a request whose token is
  * cached, on HEAD, and on a request that calls the app in-process (`dispatch`), whose
- * inner answer keeps its own id without touching the outer one.
+ * inner answer keeps its own id without touching the outer one. The self-hosted listener's
+ * response class (RequestIdResponse) writes the id into the head in every form Node
+ * writes one, and leaves a response without an id as it is.
  */
 import { serve } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AddressInfo } from "node:net";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest, type ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
+import { RequestIdResponse } from "../../functions/self-hosted/request-id-response";
+import { REQUEST_ID_SLOT } from "../../shared/http/request-id";
 import { startSelfHosted } from "../../functions/self-hosted/start";
 import { AuthCache } from "../../shared/auth/auth-cache";
 import type { AppEnv } from "../../shared/http/context";
@@ -109,5 +113,49 @@ describe("x-request-id through a Node listener of the app", () => {
     expect(body.innerHeader).toBe(body.inner);
     expect(body.inner).toMatch(REQUEST_ID);
     expect(body.inner).not.toBe(body.outer);
+  });
+});
+
+describe("RequestIdResponse", () => {
+  it("adds the id to the head however it is written, once, beside the other headers; a response without one is untouched", async () => {
+    // Each path writes its head one way Node allows.
+    const forms: Record<string, (res: ServerResponse) => void> = {
+      "/object": (res) => res.writeHead(201, { "content-type": "application/json", "x-other": "1" }).end("{}"),
+      "/reason": (res) => res.writeHead(202, "Taken", { "x-other": "1" }).end(),
+      "/array": (res) => res.writeHead(200, ["x-other", "1"]).end(),
+      "/bare": (res) => res.writeHead(204).end(),
+      "/implicit": (res) => {
+        res.setHeader("x-other", "1");
+        res.write("chunk");
+        res.end();
+      },
+    };
+    const server = createServer({ ServerResponse: RequestIdResponse }, (req, res) => {
+      if (req.headers["x-stamp"]) (res as RequestIdResponse)[REQUEST_ID_SLOT] = req.headers["x-stamp"] as string;
+      forms[req.url!]!(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const expected: Record<string, number> = { "/object": 201, "/reason": 202, "/array": 200, "/bare": 204, "/implicit": 200 };
+    for (const [path, status] of Object.entries(expected)) {
+      const stamped = await get(`${base}${path}`, { "x-stamp": `req_${path.slice(1)}` });
+      expect(stamped.status).toBe(status);
+      expect(valuesOf(stamped.raw, "x-request-id")).toEqual([`req_${path.slice(1)}`]);
+      if (path !== "/bare") expect(valuesOf(stamped.raw, "x-other")).toEqual(["1"]);
+      const plain = await get(`${base}${path}`);
+      expect(plain.status).toBe(status);
+      expect(valuesOf(plain.raw, "x-request-id")).toEqual([]);
+    }
+    const reason = await new Promise<string>((resolve, reject) =>
+      httpRequest(`${base}/reason`, (res) => {
+        res.resume();
+        resolve(res.statusMessage!);
+      })
+        .on("error", reject)
+        .end(),
+    );
+    expect(reason).toBe("Taken");
   });
 });
