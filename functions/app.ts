@@ -6,13 +6,13 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, Next } from "hono";
-import type { ServerResponse } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv, RequestServices, RouteServices } from "../shared/http/context";
 import { describeError } from "../shared/http/error-log";
 import { ApiError } from "../shared/http/errors";
 import { jsonLogger, type Logger } from "../shared/http/logger";
 import { newId } from "../shared/ids";
+import { nodeEnv } from "../shared/http/node-env";
 import { REQUEST_ID_SLOT } from "../shared/http/request-id";
 import { serveOpenApiDocument } from "../shared/http/openapi-document";
 import { createFetchOutbound } from "../shared/outbound/fetch";
@@ -68,9 +68,6 @@ function fromHttpException(e: HTTPException): ApiError {
   return new ApiError("internal", "Internal error");
 }
 
-/** The Node adapter's response, when the request came through it (@hono/node-server's env). */
-const nodeResponse = (c: Context<AppEnv>) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-
 /**
  * Every answer carries `x-request-id`. Through the self-hosted listener it goes in the Node response's
  * REQUEST_ID_SLOT and joins the head as it is written (functions/self-hosted/request-id-response.ts); through
@@ -79,7 +76,7 @@ const nodeResponse = (c: Context<AppEnv>) => (c.env as { outgoing?: ServerRespon
  * the adapter turn it back into a plain one (~1 µs and 1 KB a request, issue 25).
  */
 function stampRequestId(c: Context<AppEnv>, requestId: string): void {
-  const outgoing = nodeResponse(c);
+  const outgoing = nodeEnv(c)?.outgoing;
   if (outgoing && REQUEST_ID_SLOT in outgoing) (outgoing as { [REQUEST_ID_SLOT]?: string })[REQUEST_ID_SLOT] = requestId;
   else if (outgoing) outgoing.setHeader("x-request-id", requestId);
   else c.header("x-request-id", requestId);

@@ -9,8 +9,8 @@
  * subscriber usually holds whole. Unknown (a request made in-process): none,
  * and only the per-address limit applies.
  */
-import type { IncomingMessage } from "node:http";
 import type { AppContext } from "../../shared/http/context";
+import { nodeEnv } from "../../shared/http/node-env";
 import { parseAddress } from "../../shared/net/cidr";
 import { clientAddress } from "../../shared/net/forwarded-client";
 
@@ -18,8 +18,7 @@ import { clientAddress } from "../../shared/net/forwarded-client";
 export function peerOf(c: AppContext): string | undefined {
   const config = c.get("config");
   if (config.mode === "cloud") return c.req.header("cf-connecting-ip");
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  const peer = incoming?.socket?.remoteAddress;
+  const peer = nodeEnv(c)?.incoming?.socket?.remoteAddress;
   return clientAddress(peer, c.req.header("x-forwarded-for"), config.trustedProxies ?? [], c.req.header("forwarded")).text || undefined;
 }
 

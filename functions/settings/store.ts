@@ -44,9 +44,11 @@ const selectSettings = preparedStatement((db) =>
     .prepare("settings_read"),
 );
 
-export async function readSettings(db: Db, owner: Owner): Promise<Settings> {
-  const [row] = await selectSettings(db).execute({ orgId: owner.orgId, userId: owner.userId });
-  return view(row);
+// Not async: a route's hot read, one promise fewer on every GET /api/settings.
+export function readSettings(db: Db, owner: Owner): Promise<Settings> {
+  return selectSettings(db)
+    .execute({ orgId: owner.orgId, userId: owner.userId })
+    .then(([row]) => view(row));
 }
 
 export async function writeSettings(db: Db, owner: Owner, patch: SettingsPatch, now: Date): Promise<Settings> {

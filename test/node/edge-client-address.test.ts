@@ -4,7 +4,7 @@
  * IPv4-mapped in brackets), the request line logs that client, and a hop the
  * edge cannot read is an unknown client, not the proxy.
  */
-import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRequestLogWriter } from "../../functions/logs/writer";
@@ -17,20 +17,12 @@ import { deployments, environments, organizations, projects, routeRules } from "
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { parseCidr } from "../../shared/net/cidr";
+import { rawGet } from "../support/raw-http";
 import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
 
-function get(port: number, host: string, path: string, headers: Record<string, string>) {
-  return new Promise<{ status: number; headers: IncomingMessage["headers"] }>((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, agent: false, headers: { host, ...headers } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const get = (port: number, host: string, path: string, headers: Record<string, string>) => rawGet(port, host, path, { headers, agent: false });
 
 describe("edge client address behind a trusted proxy (PGlite)", () => {
   let database: PgliteDatabase;

@@ -7,7 +7,7 @@
  * before the check existed is refused the same way. With OUTBOUND_ALLOW_PRIVATE the same
  * name is forwarded to the address checked (the connection uses the guard's resolution).
  */
-import { createServer as createHttpServer, request } from "node:http";
+import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,23 +24,13 @@ import { deployments, environments, organizations, projects, servers, users } fr
 import { jsonLogger, silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { useCleanups } from "../support/cleanups";
+import { rawGet } from "../support/raw-http";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 
 const SHARED = "apps.test";
 const { cleanups } = useCleanups("edge-forward-private-");
 
-function get(port: number, host: string, path: string) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; text: string }>((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, text }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const get = (port: number, host: string, path: string) => rawGet(port, host, path);
 
 describe("self-hosted edge: forwarding to a private publicUrl (PGlite)", () => {
   let database: PgliteDatabase;
@@ -129,8 +119,8 @@ describe("self-hosted edge: forwarding to a private publicUrl (PGlite)", () => {
     const answer = await get(s.port, s.host, "/");
     expect(answer.status).toBe(502);
     expect(answer.headers["x-workspace-edge"]).toBe("server_refused");
-    expect(answer.text).toContain("private or internal address");
-    expect(answer.text).not.toContain("internal secret");
+    expect(answer.body).toContain("private or internal address");
+    expect(answer.body).not.toContain("internal secret");
     expect(hits).toBe(before);
     expect(s.logLines.join("\n")).toMatch(/edge_forward_refused.*loopback address/);
   });

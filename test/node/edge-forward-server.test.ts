@@ -7,7 +7,6 @@
  * both edges; a server without an edge key is answered with its page; a sleeping app
  * is woken and its request held until the server reports it listening.
  */
-import { request } from "node:http";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -25,6 +24,7 @@ import { deployments, environments, organizations, projects, routeRules, servers
 import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { useCleanups } from "../support/cleanups";
+import { rawGet } from "../support/raw-http";
 import { type SeenRequest, startServerEdgeFixture } from "../support/server-edge-fixture";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 import { storedRequestLines } from "../support/request-lines";
@@ -32,18 +32,7 @@ import { storedRequestLines } from "../support/request-lines";
 const SHARED = "apps.test";
 const { cleanups } = useCleanups("edge-forward-");
 
-function get(port: number, host: string, path: string, headers: Record<string, string> = {}) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; text: string }>((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host, ...headers } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, text }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const get = (port: number, host: string, path: string, headers: Record<string, string> = {}) => rawGet(port, host, path, { headers });
 
 async function within(ms: number, check: () => boolean | Promise<boolean>): Promise<void> {
   const start = performance.now();
@@ -143,7 +132,7 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
 
     const ok = await get(s.port, s.host, "/hello/../shop?q=1", { "x-wsp-signature": "forged", "x-wsp-forwarded-host": "evil.test" });
     expect(ok.status).toBe(200);
-    const seen = JSON.parse(ok.text) as SeenRequest;
+    const seen = JSON.parse(ok.body) as SeenRequest;
     expect(seen).toMatchObject({ method: "GET", url: "/shop?q=1", host: s.host, forwardedFor: "127.0.0.1" });
     expect(seen.wspHeaders).toEqual([]);
 
@@ -176,7 +165,7 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
     await within(8000, async () => (await get(s.port, s.host, "/")).status === 503);
     const unkeyed = await get(s.port, s.host, "/");
     expect(unkeyed.headers["x-workspace-edge"]).toBe("server_unkeyed");
-    expect(unkeyed.text).toContain("register it again");
+    expect(unkeyed.body).toContain("register it again");
   });
 
   it("a sleeping app is woken and its request held until the server reports it listening", async () => {
@@ -190,6 +179,6 @@ describe("self-hosted edge forwarding to a build server (PGlite)", () => {
     await setServing(database.db, s.deploymentId, s.server.id, s.fixture.appPort, new Date());
     const answer = await pending;
     expect(answer.status).toBe(200);
-    expect((JSON.parse(answer.text) as SeenRequest).url).toBe("/wake");
+    expect((JSON.parse(answer.body) as SeenRequest).url).toBe("/wake");
   });
 });

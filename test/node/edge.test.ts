@@ -25,6 +25,7 @@ import { silentLogger } from "../../shared/http/logger";
 import { newId } from "../../shared/ids";
 import { parseCidr } from "../../shared/net/cidr";
 import { useCleanups } from "../support/cleanups";
+import { rawGet } from "../support/raw-http";
 import { storedRequestLines } from "../support/request-lines";
 
 const SHARED = "apps.test";
@@ -115,20 +116,7 @@ async function deploy(db: Db, s: Seeded, environmentId: string, port: number): P
 }
 
 /** An HTTP/1.1 request to the edge with a given Host, answered as text (`via`: the address to connect to). */
-function get(edgePort: number, host: string, path = "/", headers: Record<string, string> = {}, via = "127.0.0.1") {
-  return new Promise<{ status: number; headers: IncomingMessage["headers"]; body: string }>((resolve, reject) => {
-    const req = httpRequest({ host: via, port: edgePort, path, headers: { host, ...headers } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => {
-        body += c;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const get = (port: number, host: string, path = "/", headers: Record<string, string> = {}, via = "127.0.0.1") => rawGet(port, host, path, { headers, via });
 
 interface EdgeServer {
   port: number;

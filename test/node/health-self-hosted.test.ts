@@ -4,7 +4,6 @@
  * the edge); a stalled loop (the runner's poll, the edge's route feed) makes
  * /readyz 503 naming it. The start line says what was migrated.
  */
-import { request as httpRequest } from "node:http";
 import { describe, expect, inject, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
 import { type RunningServer, startSelfHosted } from "../../functions/self-hosted/start";
@@ -15,24 +14,9 @@ import { silentLogger } from "../../shared/http/logger";
 import { buildRequest, eventually, expectStatus } from "../support/harness";
 import { runnerFixture, startRunnerServer } from "../support/runner-harness";
 import { openProbeApp } from "../support/probe-apps-node";
+import { rawGet } from "../support/raw-http";
 
 const { cleanups, tempDir } = useCleanups("ws-health-");
-
-/** A GET to the server's port with the given Host. */
-function get(port: number, host: string, path: string): Promise<{ status: number; body: string; edge?: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => {
-        body += c;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, body, edge: res.headers["x-workspace-edge"] as string | undefined }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 describe("readiness of the self-hosted loops", () => {
   const tick = (agoMs: number | undefined) => () => (agoMs === undefined ? undefined : new Date(Date.now() - agoMs));
@@ -100,17 +84,17 @@ describe("the probes on the self-hosted listener", () => {
     const port = Number(new URL(server.url).port);
 
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
-      const health = await get(port, host, "/healthz");
+      const health = await rawGet(port, host, "/healthz");
       expect(health.status, host).toBe(200);
       expect(JSON.parse(health.body)).toEqual({ status: "ok" });
-      const ready = await get(port, host, "/readyz");
+      const ready = await rawGet(port, host, "/readyz");
       expect(ready.status, ready.body).toBe(200);
       expect(JSON.parse(ready.body)).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok", edge: "ok" } });
     }
     // Another name is an app's: the edge answers (nothing deployed there), not the API's probe.
-    const app = await get(port, "shop.apps.test", "/healthz");
+    const app = await rawGet(port, "shop.apps.test", "/healthz");
     expect(app.status).toBe(404);
-    expect(app.edge).toBeDefined();
+    expect(app.headers["x-workspace-edge"]).toBeDefined();
     expect(app.body).not.toContain('"status":"ok"');
 
     // A restart finds nothing to apply, and says so.

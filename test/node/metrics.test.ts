@@ -7,7 +7,6 @@
  * Who may scrape: METRICS_TOKEN on both listeners, METRICS_BIND alone serves
  * only its own listener (the main port's /metrics is 404), neither serves none.
  */
-import { request as httpRequest } from "node:http";
 import parsePrometheusTextFormat, { type MetricFamily, type Sample } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
@@ -15,6 +14,7 @@ import { type RunningServer, startSelfHosted } from "../../functions/self-hosted
 import { metricsSettingsFromEnv } from "../../functions/operations/metrics/settings";
 import { useCleanups } from "../support/cleanups";
 import { startGitServer, type GitTestServer } from "../support/git-server";
+import { rawGet } from "../support/raw-http";
 import { pushApp, runnerFixture } from "../support/runner-harness";
 import { TEST_SECRET_KEYS } from "../support/test-keys";
 
@@ -28,20 +28,7 @@ const SECRET_VALUE = "env-secret-canary-5f3a9c";
 const QUERY_SECRET = "query-secret-canary-77e1";
 
 /** A request to 127.0.0.1:port with the given Host (the main port's API, an app's Host, or the metrics listener). */
-function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; type?: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => {
-        body += c;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, body, type: res.headers["content-type"] }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const get = (port: number, path: string, headers: Record<string, string> = {}) => rawGet(port, undefined, path, { headers });
 
 /** The port METRICS_BIND's listener took (port 0: a free one), from the start line. */
 function metricsPortOf(lines: string[]): number {
@@ -162,7 +149,7 @@ describe("metrics of npm start's server (Postgres, runner on, METRICS_BIND and M
   async function scrape(): Promise<{ text: string; families: MetricFamily[] }> {
     const res = await get(s.metricsPort, "/metrics", { authorization: `Bearer ${METRICS_TOKEN}` });
     expect(res.status, res.body).toBe(200);
-    expect(res.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(res.headers["content-type"]).toMatch(/^text\/plain; version=0\.0\.4/);
     return { text: res.body, families: parsePrometheusTextFormat(res.body) };
   }
 
@@ -261,7 +248,7 @@ describe("metrics of npm start's server (Postgres, runner on, METRICS_BIND and M
     expect((await get(s.metricsPort, "/metrics", { authorization: `Bearer ${OWNER_TOKEN}` })).status).toBe(401);
     const main = await get(s.port, "/metrics");
     expect(main.status).toBe(401);
-    expect(main.type).toBe("application/problem+json");
+    expect(main.headers["content-type"]).toBe("application/problem+json");
     expect(main.body).not.toContain(METRICS_TOKEN);
     const authorized = await get(s.port, "/metrics", { authorization: `Bearer ${METRICS_TOKEN}` });
     expect(authorized.status).toBe(200);

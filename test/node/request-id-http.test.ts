@@ -10,7 +10,7 @@
 import { serve } from "@hono/node-server";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AddressInfo } from "node:net";
-import { createServer, request as httpRequest, type ServerResponse } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../functions/app";
 import { loadNodeConfig } from "../../functions/self-hosted/config";
@@ -23,22 +23,15 @@ import { silentLogger } from "../../shared/http/logger";
 import { useCleanups } from "../support/cleanups";
 import { seedTenant } from "../support/harness";
 import { openPgliteHarness } from "../support/node-harness";
+import { rawGet } from "../support/raw-http";
 
 const { cleanups, tempDir } = useCleanups("ws-request-id-");
 const REQUEST_ID = /^req_[0-9a-z]{26}$/;
 
-/** A GET with node:http, which shows a header sent twice (fetch would join the two values). */
-function get(url: string, headers: Record<string, string> = {}, method = "GET"): Promise<{ status: number; raw: string[]; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers, method }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode!, raw: res.rawHeaders, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
+/** A request to a URL with node:http (rawGet), which shows a header sent twice (fetch would join the two values). */
+function get(url: string, headers: Record<string, string> = {}, method = "GET") {
+  const u = new URL(url);
+  return rawGet(Number(u.port), undefined, u.pathname + u.search, { headers, method, via: u.hostname });
 }
 
 /** Every value sent for `name` (rawHeaders alternates names and values). */
@@ -148,14 +141,6 @@ describe("RequestIdResponse", () => {
       expect(plain.status).toBe(status);
       expect(valuesOf(plain.raw, "x-request-id")).toEqual([]);
     }
-    const reason = await new Promise<string>((resolve, reject) =>
-      httpRequest(`${base}/reason`, (res) => {
-        res.resume();
-        resolve(res.statusMessage!);
-      })
-        .on("error", reject)
-        .end(),
-    );
-    expect(reason).toBe("Taken");
+    expect((await get(`${base}/reason`)).statusMessage).toBe("Taken");
   });
 });
