@@ -58,12 +58,18 @@ async function main() {
     }
     console.log(`== bench/${name}.ts: ${results.length} figures in ${seconds.toFixed(0)} s${code !== 0 ? `, exit ${code}` : ""}`);
   }
+  // The run's BENCH_* settings (not the database URL, which may carry a password), so the table says how it was measured.
+  const tuning = Object.entries(process.env)
+    .filter(([name]) => name.startsWith("BENCH_") && !name.endsWith("_URL"))
+    .map(([name, value]) => `\`${name}=${value}\``)
+    .join(", ");
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? "unknown"}), Node ${process.version}, load average ${before.toFixed(2)} at the start and ${loadavg()[0]!.toFixed(2)} at the end`;
   const text = [
     "# Benchmark results",
     "",
     `Written by \`npm run bench:all\` (bench/all.ts) on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${machine}.`,
     "Each figure is measured against its floor in the same run; see each script's header for what it does.",
+    ...(tuning ? [`Settings other than the scripts' defaults: ${tuning}.`] : []),
     ...(failed.length > 0 ? ["", `Failed: ${failed.join(", ")}.`] : []),
     "",
     "| Measure | Figure | Floor | Ratio | Target | Met | Script |",
