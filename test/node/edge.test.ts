@@ -291,20 +291,60 @@ describe("edge on PGlite", () => {
     expect((await get(edge.port, host)).headers["x-workspace-edge"]).toBe("disabled");
   });
 
-  it("serves a deployment that became current before its notification reached the table (nothing-deployed answers re-read the project)", async () => {
+  it("serves a deployment that became current before its notification reached the table, even right after a read of the project (nothing-deployed answers wait for a read begun after them)", async () => {
+    // Both projects are in the table as it starts; it hears no notification from here on: only a re-read can show a deployment.
     const s = await seedProject(database.db);
+    const t = await seedProject(database.db);
     await start();
-    // This table hears no notification from here on: only the re-read can show the deployment.
     current = undefined;
+    const app = await startApp("fresh");
+
+    // Just read for an answer of nothing deployed; deployed a moment later; asked again at once.
     const host = `${s.slug}.${SHARED}`;
     expect((await get(edge.port, host)).headers["x-workspace-edge"]).toBe("not_deployed");
-    const app = await startApp("fresh");
     await deploy(database.db, s, s.productionId, app.port);
-    // Past the re-read interval of the first answer.
-    await new Promise((r) => setTimeout(r, 300));
-    const res = await get(edge.port, host, "/first");
-    expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toMatchObject({ app: "fresh", url: "/first" });
+    const first = await get(edge.port, host, "/first");
+    expect(first.status).toBe(200);
+    expect(JSON.parse(first.body)).toMatchObject({ app: "fresh", url: "/first" });
+
+    // A read (a notification's) begun before the deployment became current, still under way or just ended.
+    edge.table.changed(t.projectId);
+    await deploy(database.db, t, t.productionId, app.port);
+    const second = await get(edge.port, `${t.slug}.${SHARED}`, "/second");
+    expect(second.status).toBe(200);
+    expect(JSON.parse(second.body)).toMatchObject({ app: "fresh", url: "/second" });
+  });
+
+  it("answers a flood of requests for a project with nothing deployed from one read of it per 100 ms", async () => {
+    // The database's selects, counted: one answer shows how many a read of the project takes.
+    let selects = 0;
+    const counted = new Proxy(database.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== "select") return value;
+        return (...args: unknown[]) => {
+          selects++;
+          return value.apply(target, args);
+        };
+      },
+    });
+    const s = await seedProject(database.db);
+    edge = await startEdge(counted, async () => ({ stop: async () => {} }));
+    current = undefined;
+    const host = `${s.slug}.${SHARED}`;
+    selects = 0;
+    expect((await get(edge.port, host)).headers["x-workspace-edge"]).toBe("not_deployed");
+    const perRead = selects;
+    expect(perRead).toBeGreaterThan(0);
+
+    selects = 0;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 40 }, () => get(edge.port, host)));
+    const took = performance.now() - started;
+    expect(answers.map((a) => a.headers["x-workspace-edge"])).toEqual(Array(40).fill("not_deployed"));
+    expect(selects % perRead).toBe(0);
+    expect(selects / perRead).toBeGreaterThanOrEqual(1);
+    expect(selects / perRead).toBeLessThanOrEqual(Math.ceil(took / 100) + 1);
   });
 
   it("holds a request while the current deployment is starting (no port yet) and sends it once it listens; too long is 503 with Retry-After", async () => {

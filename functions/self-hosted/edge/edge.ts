@@ -95,8 +95,12 @@ export interface EdgeDeps {
 
 /** How often a held request looks at the route table again. */
 const HOLD_POLL_MS = 25;
-/** How often a request finding nothing deployed may re-read its project (route-table.ts, refresh). */
-const NOT_DEPLOYED_RECHECK_MS = 250;
+/**
+ * How far apart the re-reads of a project that requests found with nothing deployed begin (route-table.ts,
+ * refresh): such a request waits up to about this long, and a flood of them reads the project at most
+ * this often.
+ */
+const NOT_DEPLOYED_READ_SPACING_MS = 100;
 
 /** What a target longer than MAX_TARGET is logged and checked as (it is refused with 414 before any rule). */
 const TOO_LONG: RequestPath = { path: "/", forward: "/", match: ["/"] };
@@ -185,9 +189,12 @@ export function createEdge(deps: EdgeDeps): Edge {
     return { origin: found.origin, signed: await signForward(found.edgeKey, fields, new Date()), lookup: connect.lookup };
   }
 
-  /** A project with nothing deployed, read again: its deployment may have become current before the notification reached this table. */
+  /**
+   * A project with nothing deployed, read again by a read that begins after this request arrived: its deployment
+   * may have become current (and been reported ready) before the notification reached this table.
+   */
   async function reread(host: string | undefined, target: EdgeTarget): Promise<EdgeTarget | undefined> {
-    await deps.table.refresh(target.projectId, NOT_DEPLOYED_RECHECK_MS);
+    await deps.table.refresh(target.projectId, NOT_DEPLOYED_READ_SPACING_MS);
     const now = deps.table.lookup(host);
     return now?.projectId === target.projectId ? now : undefined;
   }

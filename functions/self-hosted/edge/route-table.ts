@@ -22,12 +22,15 @@ export interface RouteTable {
   /** Reloads one project's hostnames now and resolves when done. */
   reload(projectId: string): Promise<void>;
   /**
-   * Reloads one project unless it was loaded within the last `maxAgeMs`: for a
-   * request that found nothing deployed, so a deployment reported ready is served
-   * even before its notification arrived, while a flood of such requests costs at
-   * most one read per project per `maxAgeMs`.
+   * Resolves after a read of the project that began after this call: for a request
+   * that found nothing deployed, so a deployment reported ready (committed before the
+   * request arrived) is served even before its notification arrives. A read that
+   * began earlier, even a moment earlier, may predate the commit and does not count.
+   * Reads of one project begin at least `spacingMs` apart, and every request that
+   * arrives meanwhile waits on the same next read: a flood of such requests costs at
+   * most one read per project per `spacingMs`, and each waits at most about that long.
    */
-  refresh(projectId: string, maxAgeMs: number): Promise<void>;
+  refresh(projectId: string, spacingMs: number): Promise<void>;
   /** Resolves once every reload asked for so far is done (tests, and callers that just changed something). */
   settled(): Promise<void>;
   /**
@@ -59,11 +62,12 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   const pending = new Set<string>();
   let reloadAll = false;
   let running: Promise<void> = Promise.resolve();
-  let scheduled = false;
+  // The run queued behind `running` that has not begun: what is pending now is read by it.
+  let nextRun: Promise<void> | undefined;
   let fallback: ReturnType<typeof setInterval> | undefined;
-  // When each project (or, under "all", everything) was last read: refresh() skips fresh ones.
-  const loadedAt = new Map<string, number>();
-  let allLoadedAt = 0;
+  // When the last read of each project (or, under "all", of everything) began: refresh() spaces reads by it.
+  const readBeganAt = new Map<string, number>();
+  let allReadBeganAt = -Infinity;
   // For lastTickAt(): the feed's state, and whether the last reload failed.
   let feedActive = true;
   let failing = false;
@@ -72,14 +76,9 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   /** Replaces the hostnames of `ids` (or of everything) with what was loaded for them; a project not loaded is gone. */
   const replace = (ids: string[] | "all", loaded: Map<string, EdgeTarget>) => {
     const next = ids === "all" ? new Map<string, EdgeTarget>() : new Map(byHost);
-    const now = performance.now();
-    if (ids === "all") {
-      hostsOf.clear();
-      loadedAt.clear();
-      allLoadedAt = now;
-    } else
+    if (ids === "all") hostsOf.clear();
+    else
       for (const id of ids) {
-        loadedAt.set(id, now);
         for (const h of hostsOf.get(id) ?? []) next.delete(h);
         hostsOf.delete(id);
       }
@@ -93,11 +92,16 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   };
 
   const run = async () => {
-    scheduled = false;
+    nextRun = undefined;
     const whole = reloadAll;
     const ids = [...pending];
     reloadAll = false;
     pending.clear();
+    const began = performance.now();
+    if (whole) {
+      readBeganAt.clear();
+      allReadBeganAt = began;
+    } else for (const id of ids) readBeganAt.set(id, began);
     try {
       if (whole) replace("all", await loadTargets(deps.db, deps.sharedDomain));
       else if (ids.length > 0) replace(ids, await loadTargets(deps.db, deps.sharedDomain, ids));
@@ -112,10 +116,13 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     }
   };
 
-  const schedule = () => {
-    if (scheduled) return;
-    scheduled = true;
-    running = running.then(run);
+  /** The run that will read what is pending now (it never rejects: a failed read is logged and retried). */
+  const schedule = (): Promise<void> => {
+    if (!nextRun) {
+      nextRun = running.then(run);
+      running = nextRun;
+    }
+    return nextRun;
   };
 
   replace("all", await loadTargets(deps.db, deps.sharedDomain));
@@ -125,16 +132,16 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     while (true) {
       const at = running;
       await at;
-      if (at === running && !scheduled) return;
+      if (at === running && !nextRun) return;
     }
   };
 
-  const reload = async (projectId: string) => {
+  const reload = (projectId: string) => {
     pending.add(projectId);
-    schedule();
-    await settled();
+    return schedule();
   };
-  const refreshing = new Map<string, Promise<void>>();
+  // Per project, the spaced read that requests arriving now wait on (refresh()).
+  const spaced = new Map<string, Promise<void>>();
 
   return {
     lookup: (host) => {
@@ -161,14 +168,18 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
       }
     },
     reload,
-    refresh(projectId, maxAgeMs) {
-      // Requests arriving during the read wait on it instead of asking again.
-      const inFlight = refreshing.get(projectId);
-      if (inFlight) return inFlight;
-      const at = Math.max(loadedAt.get(projectId) ?? 0, allLoadedAt);
-      if (performance.now() - at < maxAgeMs) return Promise.resolve();
-      const read = reload(projectId).finally(() => refreshing.delete(projectId));
-      refreshing.set(projectId, read);
+    refresh(projectId, spacingMs) {
+      // A read not yet begun (queued, or waiting out the spacing) begins after now: wait on it.
+      if (nextRun && (reloadAll || pending.has(projectId))) return nextRun;
+      const queued = spaced.get(projectId);
+      if (queued) return queued;
+      const wait = Math.max(readBeganAt.get(projectId) ?? -Infinity, allReadBeganAt) + spacingMs - performance.now();
+      if (wait <= 0) return reload(projectId);
+      const read = new Promise((r) => setTimeout(r, wait)).then(() => {
+        spaced.delete(projectId);
+        return reload(projectId);
+      });
+      spaced.set(projectId, read);
       return read;
     },
     settled,
