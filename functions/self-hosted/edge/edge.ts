@@ -96,11 +96,11 @@ export interface EdgeDeps {
 /** How often a held request looks at the route table again. */
 const HOLD_POLL_MS = 25;
 /**
- * How far apart the re-reads of a project that requests found with nothing deployed begin (route-table.ts,
- * refresh): such a request waits up to about this long, and a flood of them reads the project at most
- * this often.
+ * How far apart the re-reads for requests that found nothing deployed begin (route-table.ts, refresh; each reads
+ * every project waiting): such a request waits up to about this long plus the read, and a flood of them, to one
+ * project or many, costs at most one read per this interval.
  */
-const NOT_DEPLOYED_READ_SPACING_MS = 100;
+export const NOT_DEPLOYED_READ_SPACING_MS = 25;
 
 /** What a target longer than MAX_TARGET is logged and checked as (it is refused with 414 before any rule). */
 const TOO_LONG: RequestPath = { path: "/", forward: "/", match: ["/"] };

@@ -26,9 +26,10 @@ export interface RouteTable {
    * that found nothing deployed, so a deployment reported ready (committed before the
    * request arrived) is served even before its notification arrives. A read that
    * began earlier, even a moment earlier, may predate the commit and does not count.
-   * Reads of one project begin at least `spacingMs` apart, and every request that
-   * arrives meanwhile waits on the same next read: a flood of such requests costs at
-   * most one read per project per `spacingMs`, and each waits at most about that long.
+   * The project joins the next read, which reads every project waiting together; such
+   * reads begin at least `spacingMs` after the last read began: a flood of requests
+   * (to one project or to many) costs at most one read per `spacingMs`, and each
+   * request waits at most about that long plus the read.
    */
   refresh(projectId: string, spacingMs: number): Promise<void>;
   /** Resolves once every reload asked for so far is done (tests, and callers that just changed something). */
@@ -65,9 +66,9 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
   // The run queued behind `running` that has not begun: what is pending now is read by it.
   let nextRun: Promise<void> | undefined;
   let fallback: ReturnType<typeof setInterval> | undefined;
-  // When the last read of each project (or, under "all", of everything) began: refresh() spaces reads by it.
-  const readBeganAt = new Map<string, number>();
-  let allReadBeganAt = -Infinity;
+  // When the last read began (refresh() spaces its reads by it), and the spaced read that refreshes wait on.
+  let readBeganAt = -Infinity;
+  let spacedRead: Promise<void> | undefined;
   // For lastTickAt(): the feed's state, and whether the last reload failed.
   let feedActive = true;
   let failing = false;
@@ -97,11 +98,7 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     const ids = [...pending];
     reloadAll = false;
     pending.clear();
-    const began = performance.now();
-    if (whole) {
-      readBeganAt.clear();
-      allReadBeganAt = began;
-    } else for (const id of ids) readBeganAt.set(id, began);
+    readBeganAt = performance.now();
     try {
       if (whole) replace("all", await loadTargets(deps.db, deps.sharedDomain));
       else if (ids.length > 0) replace(ids, await loadTargets(deps.db, deps.sharedDomain, ids));
@@ -140,8 +137,6 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     pending.add(projectId);
     return schedule();
   };
-  // Per project, the spaced read that requests arriving now wait on (refresh()).
-  const spaced = new Map<string, Promise<void>>();
 
   return {
     lookup: (host) => {
@@ -169,18 +164,17 @@ export async function createRouteTable(deps: { db: Db; sharedDomain: string; log
     },
     reload,
     refresh(projectId, spacingMs) {
-      // A read not yet begun (queued, or waiting out the spacing) begins after now: wait on it.
-      if (nextRun && (reloadAll || pending.has(projectId))) return nextRun;
-      const queued = spaced.get(projectId);
-      if (queued) return queued;
-      const wait = Math.max(readBeganAt.get(projectId) ?? -Infinity, allReadBeganAt) + spacingMs - performance.now();
-      if (wait <= 0) return reload(projectId);
-      const read = new Promise((r) => setTimeout(r, wait)).then(() => {
-        spaced.delete(projectId);
-        return reload(projectId);
+      // Whichever read begins next (this one's, or a notification's run meanwhile) reads the project.
+      pending.add(projectId);
+      if (nextRun) return nextRun;
+      if (spacedRead) return spacedRead;
+      const wait = readBeganAt + spacingMs - performance.now();
+      if (wait <= 0) return schedule();
+      spacedRead = new Promise((r) => setTimeout(r, wait)).then(() => {
+        spacedRead = undefined;
+        return schedule();
       });
-      spaced.set(projectId, read);
-      return read;
+      return spacedRead;
     },
     settled,
     lastTickAt: () => (feedActive && !failing ? new Date() : lastLoadedAt),
